@@ -1,0 +1,202 @@
+"""The Ray cluster a sweep runs on: start or join it, and know what fits on it.
+
+``Capacity`` models each node's CPUs and GPUs; a trial needs one bundle per rank, placed
+by its strategy (STRICT_PACK: one node; STRICT_SPREAD: one rank per node).  The sweep
+uses it twice: before starting, to reject trials the cluster can never hold, and while
+running, to start a pending trial whenever its ranks fit in what is free.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from raysweep.errors import UsageError
+from raysweep.params import TrialParams
+
+# The Tune function trainable that drives a trial holds this much CPU; its workers hold the rest.
+DRIVER_CPU = 0.01
+EPS = 1e-9
+LOCAL_STATE = Path(tempfile.gettempdir()) / "raysweep-local-ray.json"
+
+
+@dataclass(frozen=True)
+class Demand:
+    cpus_per_rank: float
+    gpus_per_rank: float
+    ranks: int
+    strategy: str
+
+    @classmethod
+    def of(cls, params: TrialParams) -> Demand:
+        gpus = 1.0 if params.device == "gpu" else 0.0
+        return cls(params.cpus_per_worker, gpus, params.num_workers, params.placement_strategy)
+
+    def describe(self) -> str:
+        per = f"{self.cpus_per_rank:g} CPU" + (f" + {self.gpus_per_rank:g} GPU" if self.gpus_per_rank else "")
+        return f"{self.ranks} x ({per}) {self.strategy}"
+
+
+@dataclass
+class Capacity:
+    """Free CPUs and GPUs per node."""
+
+    nodes: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @classmethod
+    def of_cluster(cls) -> Capacity:
+        import ray
+
+        return cls(
+            {
+                n["NodeID"]: {"CPU": n["Resources"].get("CPU", 0.0), "GPU": n["Resources"].get("GPU", 0.0)}
+                for n in ray.nodes()
+                if n.get("Alive")
+            }
+        )
+
+    @property
+    def total_gpus(self) -> float:
+        return sum(r["GPU"] for r in self.nodes.values())
+
+    def describe(self) -> str:
+        return ", ".join(f"{r['CPU']:g} CPU + {r['GPU']:g} GPU" for r in self.nodes.values()) or "no nodes"
+
+    def place(self, demand: Demand) -> list[str] | None:
+        """The nodes the ranks and then the trial's driver would use, or None if they do not fit now."""
+        free = {n: dict(r) for n, r in self.nodes.items()}
+        need = {"CPU": demand.cpus_per_rank, "GPU": demand.gpus_per_rank}
+
+        def fits(node: str, times: int = 1) -> bool:
+            return all(free[node][k] + EPS >= v * times for k, v in need.items())
+
+        placed: list[str] = []
+        if demand.strategy == "STRICT_PACK":
+            node = next((n for n in free if fits(n, demand.ranks)), None)
+            placed = [node] * demand.ranks if node else []
+        elif demand.strategy == "STRICT_SPREAD":
+            placed = [n for n in free if fits(n)][: demand.ranks]
+        else:  # PACK and SPREAD are best effort: any nodes will do
+            for _ in range(demand.ranks):
+                node = max((n for n in free if fits(n)), key=lambda n: free[n]["CPU"], default=None)
+                if node is None:
+                    return None
+                free[node]["CPU"] -= need["CPU"]
+                free[node]["GPU"] -= need["GPU"]
+                placed.append(node)
+            for node in placed:
+                free[node]["CPU"] += need["CPU"]
+                free[node]["GPU"] += need["GPU"]
+        if len(placed) != demand.ranks:
+            return None
+        for node in placed:
+            free[node]["CPU"] -= need["CPU"]
+        driver = next((n for n in free if free[n]["CPU"] + EPS >= DRIVER_CPU), None)
+        return None if driver is None else placed + [driver]
+
+    def reserve(self, demand: Demand) -> list[str] | None:
+        """Take the trial's resources if they fit now; returns the nodes used (ranks, then driver)."""
+        placed = self.place(demand)
+        if placed is not None:
+            self._add(demand, placed, -1.0)
+        return placed
+
+    def release(self, demand: Demand, placed: list[str]) -> None:
+        self._add(demand, placed, +1.0)
+
+    def _add(self, demand: Demand, placed: list[str], sign: float) -> None:
+        *ranks, driver = placed
+        for node in ranks:
+            self.nodes[node]["CPU"] += sign * demand.cpus_per_rank
+            self.nodes[node]["GPU"] += sign * demand.gpus_per_rank
+        self.nodes[driver]["CPU"] += sign * DRIVER_CPU
+
+
+def local_num_cpus(trials: list[TrialParams]) -> int:
+    """Logical CPUs for a local Ray: enough for the largest trial plus its driver, even on 2 cores."""
+    largest = max((t.num_workers * t.cpus_per_worker for t in trials), default=1)
+    return max(os.cpu_count() or 1, int(-(-largest // 1)) + 1)
+
+
+def start_local(num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: bool = True) -> None:
+    """A fresh local Ray instance; first stop one that a killed raysweep driver left behind."""
+    import ray
+
+    stop_orphaned_local_ray()
+    ray.init(
+        address="local",
+        num_cpus=num_cpus,
+        include_dashboard=dashboard,
+        dashboard_host=dashboard_host,
+        runtime_env=project_runtime_env(),
+        logging_level="WARNING",
+        log_to_driver=True,
+    )
+    session = ray.get_runtime_context().gcs_address
+    LOCAL_STATE.write_text(
+        json.dumps(
+            {
+                "driver_pid": os.getpid(),
+                "session_dir": ray._private.worker._global_node.get_session_dir_path(),
+                "gcs": session,
+            }
+        )
+    )
+
+
+def join(address: str) -> None:
+    import ray
+
+    try:
+        ray.init(address=address, runtime_env=project_runtime_env(), logging_level="WARNING")
+    except (ConnectionError, ValueError) as e:
+        raise UsageError(f"--address {address}: cannot join a Ray cluster there ({e})") from None
+
+
+def project_runtime_env() -> dict:
+    """Ship the project's own packages to every node: nodes need only the dependencies."""
+    root = Path(__file__).resolve().parent.parent
+    return {
+        "py_modules": [str(root / pkg) for pkg in ("raysweep", "trainers")],
+        "env_vars": {"RAY_TRAIN_V2_ENABLED": "1"},
+    }
+
+
+def stop_orphaned_local_ray() -> None:
+    """A driver killed with SIGKILL leaves its local Ray running; stop that instance's processes."""
+    import psutil
+
+    try:
+        state = json.loads(LOCAL_STATE.read_text())
+    except (OSError, ValueError):
+        return
+    if psutil.pid_exists(state.get("driver_pid", -1)):
+        return  # another sweep is running and owns it
+    session_dir = state.get("session_dir") or ""
+    if not session_dir:
+        return
+    victims = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info.get("cmdline") or [])
+        if session_dir in cmdline or os.path.basename(session_dir) in cmdline:
+            victims.append(proc)
+    for proc in victims:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(victims, timeout=10)
+    LOCAL_STATE.unlink(missing_ok=True)
+
+
+def dashboard_url() -> str | None:
+    import ray
+
+    url = ray.get_runtime_context().dashboard_url if hasattr(ray.get_runtime_context(), "dashboard_url") else None
+    if url is None:
+        ctx = ray._private.worker.global_worker.node
+        url = getattr(ctx, "webui_url", None)
+    return f"http://{url}" if url and not url.startswith("http") else url

@@ -1,0 +1,213 @@
+"""Trial parameters: one typed record per trial, validated once, before anything starts.
+
+Every parameter here can be an axis or a fixed value of a search space, and can be set
+from the command line with ``--set key=value``.  ``resolve`` fills the ``auto`` values
+from what the cluster has, and ``validate`` rejects bad values and bad combinations with
+a message that names the field and what would be right.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from raysweep.errors import UsageError
+
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+DEVICES = ("auto", "cpu", "gpu")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+OPTIMIZERS = ("adamw", "sgd", "lamb")
+ENGINES = ("deepspeed", "ddp")
+DATA_SCALINGS = ("fixed", "per_worker")
+ZERO_STAGES = (0, 1, 2, 3)
+
+# Reference batch and base learning rate per optimizer, and how the rate scales with the
+# global batch: the linear rule for SGD (Goyal et al.), the square-root rule for the
+# adaptive optimizers (Hoffer et al.; You et al. for LAMB).
+LR_RULES: dict[str, tuple[float, int, str]] = {
+    "adamw": (1e-3, 256, "sqrt"),
+    "sgd": (0.1, 256, "linear"),
+    "lamb": (2e-3, 256, "sqrt"),
+}
+
+
+@dataclass
+class TrialParams:
+    """What one trial runs.  Field docs are shown by ``--list-params``."""
+
+    model: str = field(default="vit_micro_patch4_32", metadata={"doc": "timm model name or raysweep preset"})
+    dataset: str = field(default="digits", metadata={"doc": "digits | synthetic | cifar10 | cifar100 | imagefolder"})
+    data_dir: str = field(default="", metadata={"doc": "where cifar10/cifar100/imagefolder data lives"})
+    download: bool = field(default=False, metadata={"doc": "download cifar10/cifar100 into data_dir if missing"})
+    image_size: int = field(default=0, metadata={"doc": "input resolution in pixels; 0 = the model's own"})
+    epochs: int = field(default=2, metadata={"doc": "passes over the training samples"})
+    train_samples: int = field(default=0, metadata={"doc": "training samples per epoch; 0 = the whole split"})
+    data_scaling: str = field(
+        default="fixed",
+        metadata={"doc": "fixed: train_samples is the total (strong scaling); per_worker: per rank (weak scaling)"},
+    )
+    micro_batch_per_worker: int = field(default=32, metadata={"doc": "samples per rank per forward pass"})
+    global_batch: int = field(
+        default=0,
+        metadata={"doc": "if > 0, fixes the global batch and derives micro_batch_per_worker from it"},
+    )
+    grad_accum_steps: int = field(default=1, metadata={"doc": "micro batches per optimizer step"})
+    num_workers: int = field(default=1, metadata={"doc": "data-parallel ranks (one GPU each on GPU clusters)"})
+    placement_strategy: str = field(default="PACK", metadata={"doc": "Ray placement of the ranks' bundles"})
+    device: str = field(default="auto", metadata={"doc": "auto (GPU if the cluster has one) | cpu | gpu"})
+    cpus_per_worker: float = field(default=1.0, metadata={"doc": "logical CPUs reserved per rank"})
+    precision: str = field(default="auto", metadata={"doc": "auto (bf16 on GPU, fp32 on CPU) | fp32 | bf16 | fp16"})
+    engine: str = field(default="deepspeed", metadata={"doc": "deepspeed | ddp (Ray Train's prepare_model)"})
+    zero_stage: int = field(default=0, metadata={"doc": "DeepSpeed ZeRO stage 0-3"})
+    optimizer: str = field(default="adamw", metadata={"doc": "adamw | sgd (momentum 0.9) | lamb"})
+    lr: float = field(
+        default=0.0, metadata={"doc": "learning rate; 0 = the optimizer's scaling rule for the global batch"}
+    )
+    weight_decay: float = field(default=0.05, metadata={"doc": "decoupled weight decay"})
+    compile: bool = field(default=False, metadata={"doc": "torch.compile the model inside the engine"})
+    slow_ranks: str = field(
+        default="", metadata={"doc": "comma-separated ranks made artificially slower, e.g. '0' or '1,3'"}
+    )
+    slow_factor: float = field(default=0.3, metadata={"doc": "extra compute fraction for each slow rank"})
+    max_steps_per_epoch: int = field(default=0, metadata={"doc": "cap on optimizer steps per epoch; 0 = none"})
+    warmup_steps: int = field(default=2, metadata={"doc": "optimizer steps per trial left out of the timing"})
+    seed: int = field(default=0, metadata={"doc": "seed for data order and weights"})
+
+    # ---- derived values -------------------------------------------------------------
+    @property
+    def effective_micro_batch(self) -> int:
+        if self.global_batch > 0:
+            return self.global_batch // (self.grad_accum_steps * self.num_workers)
+        return self.micro_batch_per_worker
+
+    @property
+    def train_batch_size(self) -> int:
+        """DeepSpeed's ``train_batch_size``: micro batch x accumulation x ranks."""
+        return self.effective_micro_batch * self.grad_accum_steps * self.num_workers
+
+    @property
+    def slow_rank_list(self) -> list[int]:
+        return [int(r) for r in self.slow_ranks.split(",") if r.strip()]
+
+    @property
+    def learning_rate(self) -> float:
+        if self.lr > 0:
+            return self.lr
+        base, ref, rule = LR_RULES[self.optimizer]
+        ratio = self.train_batch_size / ref
+        return base * (ratio if rule == "linear" else ratio**0.5)
+
+    # ---- construction and checks ----------------------------------------------------
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrialParams:
+        """Build from plain values (YAML, ``--set``), coercing types and naming bad fields."""
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise UsageError(f"unknown trial parameter {unknown[0]!r}; known parameters: {', '.join(known)}")
+        kwargs = {name: coerce(name, value, type(known[name].default)) for name, value in values.items()}
+        return cls(**kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def resolve(self, cluster_has_gpus: bool) -> TrialParams:
+        """Replace ``auto`` device and precision with what this cluster will run."""
+        device = self.device if self.device != "auto" else ("gpu" if cluster_has_gpus else "cpu")
+        precision = self.precision if self.precision != "auto" else ("bf16" if device == "gpu" else "fp32")
+        return dataclasses.replace(self, device=device, precision=precision)
+
+    def validate(self) -> None:
+        """Raise ``UsageError`` naming the first bad field or combination."""
+        from trainers.datasets import DATASETS
+        from trainers.models import check_model_name
+
+        choose("dataset", self.dataset, tuple(DATASETS))
+        check_model_name(self.model)
+        choose("placement_strategy", self.placement_strategy, PLACEMENT_STRATEGIES)
+        choose("device", self.device, DEVICES)
+        choose("precision", self.precision, PRECISIONS)
+        choose("optimizer", self.optimizer, OPTIMIZERS)
+        choose("engine", self.engine, ENGINES)
+        choose("data_scaling", self.data_scaling, DATA_SCALINGS)
+        choose("zero_stage", self.zero_stage, ZERO_STAGES)
+        for name in ("epochs", "micro_batch_per_worker", "grad_accum_steps", "num_workers"):
+            positive(name, getattr(self, name))
+        for name in ("image_size", "train_samples", "global_batch", "max_steps_per_epoch", "warmup_steps", "seed"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.cpus_per_worker <= 0:
+            raise UsageError(f"cpus_per_worker must be > 0, got {self.cpus_per_worker}")
+        if self.lr < 0 or self.weight_decay < 0 or self.slow_factor < 0:
+            raise UsageError("lr, weight_decay and slow_factor must be >= 0")
+        if self.global_batch > 0 and self.global_batch % (self.grad_accum_steps * self.num_workers):
+            raise UsageError(
+                f"global_batch={self.global_batch} is not divisible by grad_accum_steps x num_workers "
+                f"= {self.grad_accum_steps} x {self.num_workers}; pick a multiple of "
+                f"{self.grad_accum_steps * self.num_workers}"
+            )
+        bad_ranks = [r for r in self.slow_rank_list if not 0 <= r < self.num_workers]
+        if bad_ranks:
+            raise UsageError(
+                f"slow_ranks {bad_ranks} outside 0..{self.num_workers - 1} (num_workers={self.num_workers})"
+            )
+        if self.device == "cpu" and self.precision in ("bf16", "fp16"):
+            raise UsageError(f"precision={self.precision} needs a GPU; on CPU use precision=fp32")
+        if self.engine == "ddp" and self.zero_stage:
+            raise UsageError("zero_stage > 0 needs engine=deepspeed (DDP has no ZeRO)")
+        if self.zero_stage == 3 and self.compile:
+            raise UsageError("compile=true is not supported with zero_stage=3 (parameters are partitioned)")
+        if self.dataset in ("cifar10", "cifar100", "imagefolder") and not self.data_dir:
+            raise UsageError(f"dataset={self.dataset} needs data_dir (--data-dir PATH)")
+
+
+def choose(name: str, value: Any, allowed: tuple) -> None:
+    if value not in allowed:
+        raise UsageError(f"{name}={value!r} is not one of {', '.join(map(str, allowed))}")
+
+
+def positive(name: str, value: int) -> None:
+    if value <= 0:
+        raise UsageError(f"{name} must be a positive integer, got {value}")
+
+
+def coerce(name: str, value: Any, kind: type) -> Any:
+    """Turn a YAML or command-line value into the field's type, or say which field is wrong."""
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise UsageError(f"{name} must be true or false, got {value!r}")
+    if kind is int:
+        if isinstance(value, bool):
+            raise UsageError(f"{name} must be an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value)
+            except ValueError:
+                pass
+        raise UsageError(f"{name} must be an integer, got {value!r}")
+    if kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise UsageError(f"{name} must be a number, got {value!r}")
+    if isinstance(value, (list, tuple)) and name == "slow_ranks":
+        return ",".join(str(v) for v in value)
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise UsageError(f"{name} must be a string, got {value!r}")
+    return str(value)

@@ -1,0 +1,73 @@
+"""Planning a sweep: expand its space, resolve and validate every trial for a cluster, check it fits."""
+
+from __future__ import annotations
+
+from raysweep.cluster import Capacity, Demand, local_num_cpus
+from raysweep.errors import UsageError
+from raysweep.params import TrialParams
+from raysweep.space import SearchSpace
+
+
+def plan_trials(space: SearchSpace, capacity: Capacity) -> tuple[list[TrialParams], list[str]]:
+    """Expand, resolve for this cluster, validate, and check each trial can ever fit."""
+    trials, notes = [], []
+    for params in space.expand():
+        params = params.resolve(cluster_has_gpus=capacity.total_gpus > 0)
+        params.validate()
+        demand = Demand.of(params)
+        if Capacity({n: dict(r) for n, r in capacity.nodes.items()}).place(demand) is None:
+            message = f"a trial needs {demand.describe()} but the cluster has {capacity.describe()}"
+            if space.drop_unfit:
+                notes.append(f"dropped: {message}")
+                continue
+            raise UsageError(f"{message}; shrink it (e.g. --set num_workers=1) or join a bigger cluster")
+        trials.append(params)
+    if not trials:
+        raise UsageError(f"space {space.name} has no trial that fits this cluster ({capacity.describe()})")
+    return trials, notes
+
+
+def local_capacity(trials: list[TrialParams], assume_gpus: int | None) -> Capacity:
+    if assume_gpus is not None:
+        return Capacity(
+            {"node-0": {"CPU": float(max(assume_gpus * 8, local_num_cpus(trials))), "GPU": float(assume_gpus)}}
+        )
+    import torch
+
+    return Capacity({"local": {"CPU": float(local_num_cpus(trials)), "GPU": float(torch.cuda.device_count())}})
+
+
+def trial_table(trials: list[TrialParams], columns: list[str] | None = None) -> str:
+    columns = columns or [
+        "num_workers",
+        "micro_batch_per_worker",
+        "grad_accum_steps",
+        "global_batch",
+        "model",
+        "dataset",
+        "device",
+        "precision",
+        "engine",
+        "zero_stage",
+        "placement_strategy",
+        "needs",
+    ]
+    rows = []
+    for i, t in enumerate(trials):
+        values = {
+            **t.to_dict(),
+            "micro_batch_per_worker": t.effective_micro_batch,
+            "global_batch": t.train_batch_size,
+            "needs": Demand.of(t).describe(),
+        }
+        rows.append([str(i)] + [str(values[c]) for c in columns])
+    return format_table(["#"] + columns, rows)
+
+
+def format_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])

@@ -1,0 +1,111 @@
+"""Writes the result tables from the sweep's own process, as Tune reports each trial's results.
+
+Trial actors and Train workers may run on other nodes' disks; this callback runs in the
+CLI's process, so the tables land where the user asked, whatever the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ray.tune import Callback
+
+from raysweep.params import TrialParams
+from raysweep.store import ResultStore
+
+OOM_MARKERS = ("OutOfMemoryError", "CUDA out of memory", "out of memory", "OOM")
+
+
+def params_columns(params: TrialParams) -> dict:
+    """The trial's configuration as ``trials`` columns (derived values resolved)."""
+    return {
+        "model": params.model,
+        "dataset": params.dataset,
+        "image_size": params.image_size,
+        "device": params.device,
+        "precision": params.precision,
+        "engine": params.engine,
+        "zero_stage": params.zero_stage,
+        "optimizer": params.optimizer,
+        "lr": params.learning_rate,
+        "compile": params.compile,
+        "num_workers": params.num_workers,
+        "micro_batch_per_worker": params.effective_micro_batch,
+        "grad_accum_steps": params.grad_accum_steps,
+        "global_batch": params.train_batch_size,
+        "placement_strategy": params.placement_strategy,
+        "data_scaling": params.data_scaling,
+        "slow_ranks": params.slow_ranks,
+        "slow_factor": params.slow_factor if params.slow_ranks else 0.0,
+        "epochs": params.epochs,
+        "params_json": json.dumps(params.to_dict(), sort_keys=True),
+    }
+
+
+def error_summary(trial) -> str:
+    """The last meaningful line of the trial's error file (the exception), or a fallback."""
+    path = Path(trial.error_file) if getattr(trial, "error_file", None) else None
+    text = path.read_text(errors="replace") if path and path.is_file() else ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    causes = [line for line in lines if "Error" in line or "Exception" in line]
+    return (causes[-1] if causes else lines[-1] if lines else "trial failed without an error message")[:2000]
+
+
+def is_oom(error: str, trial) -> bool:
+    path = Path(trial.error_file) if getattr(trial, "error_file", None) else None
+    text = path.read_text(errors="replace") if path and path.is_file() else error
+    return any(marker in text for marker in OOM_MARKERS)
+
+
+class ResultTablesCallback(Callback):
+    def __init__(self, store: ResultStore, trial_started: dict | None = None):
+        self.store = store
+        self.started: dict[str, float] = {}
+        self.epoch_rows: dict[str, dict[int, dict]] = {}
+        self.last_result: dict[str, dict] = {}
+        self.statuses: dict[str, str] = {}
+
+    def on_trial_start(self, iteration, trials, trial, **info):
+        self.started[trial.trial_id] = time.time()
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        if "epoch_row" not in result:
+            return
+        tid = trial.trial_id
+        rows = self.epoch_rows.setdefault(tid, {})
+        rows[result["epoch_row"]["epoch"]] = result["epoch_row"]  # a restarted run re-reports an epoch
+        self.store.write_rows("epochs", tid, [rows[e] for e in sorted(rows)])
+        self.store.write_rows("ranks", tid, result["rank_rows"])
+        self.last_result[tid] = result
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        result = self.last_result.get(trial.trial_id)
+        if result is None or not result.get("final"):
+            self.write_trial(trial, "failed", "trial ended before its last epoch was reported")
+        else:
+            self.write_trial(trial, "completed", None)
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        error = error_summary(trial)
+        self.write_trial(trial, "oom" if is_oom(error, trial) else "failed", error)
+
+    def write_trial(self, trial, status: str, error: str | None) -> None:
+        tid = trial.trial_id
+        params = TrialParams.from_dict(trial.config["params"])
+        measured = dict(self.last_result.get(tid, {}).get("trial_row", {}))
+        started = self.started.get(tid, time.time())
+        row = {
+            **params_columns(params),
+            **measured,
+            "status": status,
+            "error": error,
+            "trial_wall_s": time.time() - started,
+            "retries": 0,
+            "started_at": datetime.fromtimestamp(started, timezone.utc),
+            "finished_at": datetime.now(timezone.utc),
+        }
+        self.store.write_rows("trials", tid, [row])
+        self.statuses[tid] = status

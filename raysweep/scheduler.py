@@ -1,0 +1,43 @@
+"""Hands trials to Tune only when their ranks fit in what the cluster has free.
+
+Tune cannot see a trial's workers (the Train run reserves them itself, after the trial has
+started), so left alone it would start every trial at once and let their placement groups
+queue.  This searcher keeps Tune's view honest: it releases the next pending trial that fits
+in the free capacity (the first in order, or a later, smaller one, so no device idles while
+something pending would fit) and never more than ``max_concurrent`` at once.
+"""
+
+from __future__ import annotations
+
+from ray.tune.search import Searcher
+
+from raysweep.cluster import Capacity, Demand
+from raysweep.params import TrialParams
+
+
+class FitScheduler(Searcher):
+    def __init__(self, trials: list[TrialParams], capacity: Capacity, base_config: dict, max_concurrent: int = 0):
+        super().__init__()
+        self.pending = list(enumerate(trials))
+        self.capacity = capacity
+        self.base_config = base_config
+        self.max_concurrent = max_concurrent
+        self.running: dict[str, tuple[Demand, list[str]]] = {}
+
+    def suggest(self, trial_id: str) -> dict | str | None:
+        if not self.pending:
+            return Searcher.FINISHED
+        if self.max_concurrent and len(self.running) >= self.max_concurrent:
+            return None
+        for position, (index, params) in enumerate(self.pending):
+            demand = Demand.of(params)
+            placed = self.capacity.reserve(demand)
+            if placed is not None:
+                del self.pending[position]
+                self.running[trial_id] = (demand, placed)
+                return {**self.base_config, "index": index, "params": params.to_dict()}
+        return None
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        if trial_id in self.running:
+            self.capacity.release(*self.running.pop(trial_id))

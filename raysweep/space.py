@@ -1,0 +1,178 @@
+"""Search spaces: YAML files of axes and fixed values, expanded into a list of trials.
+
+A space file::
+
+    description: one line on what the space answers
+    axes:                                   # one grid, or a list of grids (their union)
+      micro_batch_per_worker: [16, 32, 64]  # grid values
+      lr: {loguniform: [1.0e-4, 1.0e-2]}    # or a distribution, sampled num_samples times
+    fixed:
+      num_workers: 1
+    num_samples: 1                          # repeats of each grid point
+    requires: gpu                           # optional: skipped, with a message, without GPUs
+    drop_unfit: true                        # optional: drop trials bigger than the cluster
+
+Files are parsed with ``yaml.safe_load`` and never evaluated.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from raysweep.errors import UsageError
+from raysweep.params import TrialParams
+
+SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
+DISTRIBUTIONS = {"uniform": 2, "loguniform": 2, "randint": 2, "choice": 1}
+SPACE_KEYS = {"description", "axes", "fixed", "num_samples", "requires", "drop_unfit"}
+
+
+@dataclass
+class SearchSpace:
+    name: str
+    description: str = ""
+    grids: list[dict[str, Any]] = field(default_factory=lambda: [{}])
+    fixed: dict[str, Any] = field(default_factory=dict)
+    num_samples: int = 1
+    requires: str = ""
+    drop_unfit: bool = False
+
+    def with_overrides(self, overrides: dict[str, Any]) -> SearchSpace:
+        """``--set`` and the named flags: a value replaces the fixed value and any axis of that name."""
+        check_keys(overrides, f"--set (space {self.name})")
+        grids = []
+        for grid in self.grids:
+            grid = {k: v for k, v in grid.items() if k not in overrides}
+            grid.update({k: v for k, v in overrides.items() if isinstance(v, list)})
+            grids.append(grid)
+        fixed = {**self.fixed, **{k: v for k, v in overrides.items() if not isinstance(v, list)}}
+        return SearchSpace(
+            self.name, self.description, dedupe(grids), fixed, self.num_samples, self.requires, self.drop_unfit
+        )
+
+    def expand(self, seed: int = 0) -> list[TrialParams]:
+        """Every grid point x ``num_samples``, distributions sampled with a seeded generator."""
+        rng = random.Random(seed)
+        trials = []
+        for grid in self.grids:
+            names = list(grid)
+            values = [v if isinstance(v, list) else [v] for v in grid.values()]
+            for point in itertools.product(*values):
+                for _ in range(self.num_samples):
+                    chosen = {n: sample(v, rng) if isinstance(v, dict) else v for n, v in zip(names, point)}
+                    trials.append(TrialParams.from_dict({**self.fixed, **chosen}))
+        return trials
+
+
+def dedupe(grids: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for grid in grids:
+        if grid not in out:
+            out.append(grid)
+    return out
+
+
+def check_keys(values: dict[str, Any], where: str) -> None:
+    known = TrialParams.field_names()
+    for key in values:
+        if key not in known:
+            raise UsageError(f"{where}: unknown trial parameter {key!r}; known: {', '.join(known)}")
+
+
+def sample(spec: dict[str, Any], rng: random.Random) -> Any:
+    ((kind, args),) = spec.items()
+    if kind == "uniform":
+        return rng.uniform(*args)
+    if kind == "loguniform":
+        import math
+
+        return math.exp(rng.uniform(math.log(args[0]), math.log(args[1])))
+    if kind == "randint":
+        return rng.randrange(args[0], args[1])
+    return rng.choice(args)
+
+
+def check_axis(name: str, value: Any, where: str) -> None:
+    if isinstance(value, list):
+        if not value:
+            raise UsageError(f"{where}: axis {name!r} has no values")
+        return
+    if isinstance(value, dict):
+        if len(value) != 1 or next(iter(value)) not in DISTRIBUTIONS:
+            raise UsageError(
+                f"{where}: axis {name!r} must be a list of values or one of "
+                f"{{{', '.join(DISTRIBUTIONS)}: [...]}}, got {value!r}"
+            )
+        ((kind, args),) = value.items()
+        if not isinstance(args, list) or (kind != "choice" and len(args) != DISTRIBUTIONS[kind]) or not args:
+            raise UsageError(
+                f"{where}: distribution {kind} of axis {name!r} needs a list of {DISTRIBUTIONS[kind]} values"
+            )
+        return
+    raise UsageError(f"{where}: axis {name!r} must be a list of values or a distribution, got {value!r}")
+
+
+def parse_space(name: str, text: str, where: str) -> SearchSpace:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark else ""
+        raise UsageError(f"{where}: not valid YAML{at}: {getattr(e, 'problem', e)}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{where}: a space file is a mapping with keys {', '.join(sorted(SPACE_KEYS))}")
+    unknown = set(doc) - SPACE_KEYS
+    if unknown:
+        raise UsageError(f"{where}: unknown key {sorted(unknown)[0]!r}; allowed: {', '.join(sorted(SPACE_KEYS))}")
+    axes = doc.get("axes") or {}
+    grids = axes if isinstance(axes, list) else [axes]
+    for grid in grids:
+        if not isinstance(grid, dict):
+            raise UsageError(f"{where}: 'axes' must map parameter names to values (or be a list of such maps)")
+        check_keys(grid, where)
+        for axis, value in grid.items():
+            check_axis(axis, value, where)
+    fixed = doc.get("fixed") or {}
+    if not isinstance(fixed, dict):
+        raise UsageError(f"{where}: 'fixed' must map parameter names to values")
+    check_keys(fixed, where)
+    num_samples = doc.get("num_samples", 1)
+    if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
+        raise UsageError(f"{where}: num_samples must be a positive integer, got {num_samples!r}")
+    requires = doc.get("requires", "") or ""
+    if requires not in ("", "gpu"):
+        raise UsageError(f"{where}: requires must be 'gpu' or absent, got {requires!r}")
+    return SearchSpace(
+        name=name,
+        description=str(doc.get("description", "")).strip(),
+        grids=grids or [{}],
+        fixed=fixed,
+        num_samples=num_samples,
+        requires=requires,
+        drop_unfit=bool(doc.get("drop_unfit", False)),
+    )
+
+
+def list_spaces() -> dict[str, str]:
+    """Bundled spaces: name -> description."""
+    return {p.stem: load_space(p.stem).description for p in sorted(SPACES_DIR.glob("*.yaml"))}
+
+
+def load_space(name_or_path: str) -> SearchSpace:
+    """A bundled space by name, or a user's YAML file by path."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise UsageError(f"space file {name_or_path} does not exist")
+        return parse_space(path.stem, path.read_text(), str(path))
+    bundled = SPACES_DIR / f"{name_or_path}.yaml"
+    if not bundled.is_file():
+        names = ", ".join(p.stem for p in sorted(SPACES_DIR.glob("*.yaml")))
+        raise UsageError(f"unknown space {name_or_path!r}; bundled spaces: {names} (or give a path to a .yaml file)")
+    return parse_space(name_or_path, bundled.read_text(), str(bundled))

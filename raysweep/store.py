@@ -1,0 +1,100 @@
+"""The result store: a sweep directory of Parquet tables and ``sweep.json``, written crash-safely.
+
+Every file is written under a temporary name in the same directory and moved into place
+with ``os.replace``, so a reader globbing ``*.parquet`` never sees a partial file and a
+killed writer leaves every existing table readable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from raysweep.errors import UsageError
+from raysweep.schema import TABLES, table_from_rows
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_name(kind: str, name: str) -> str:
+    """Sweep and trial names become directory and file names: keep them inside the results dir."""
+    if not SAFE_NAME.match(name) or ".." in name:
+        raise UsageError(
+            f"{kind} name {name!r} is not allowed: use letters, digits, '.', '_' and '-' "
+            "(no path separators, no '..', at most 128 characters)"
+        )
+    return name
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_table(path: Path, table: pa.Table) -> None:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    atomic_write_bytes(path, sink.getvalue().to_pybytes())
+
+
+class ResultStore:
+    """One sweep's directory: ``trials/``, ``epochs/``, ``ranks/`` and ``sweep.json``."""
+
+    def __init__(self, results_dir: str | Path, sweep: str):
+        self.sweep = check_name("sweep", sweep)
+        self.root = Path(results_dir) / sweep
+
+    def table_dir(self, table: str) -> Path:
+        return self.root / table
+
+    def write_rows(self, table: str, trial_id: str, rows: list[dict[str, Any]]) -> Path:
+        """Replace the trial's file in ``table`` with these rows (the full set for that trial)."""
+        check_name("trial", trial_id)
+        rows = [{"sweep": self.sweep, "trial_id": trial_id, **row} for row in rows]
+        path = self.table_dir(table) / f"{trial_id}.parquet"
+        atomic_write_table(path, table_from_rows(table, rows))
+        return path
+
+    def write_sweep_json(self, info: dict[str, Any]) -> Path:
+        path = self.root / "sweep.json"
+        atomic_write_bytes(path, (json.dumps(info, indent=2, sort_keys=True, default=str) + "\n").encode())
+        return path
+
+    def read_sweep_json(self) -> dict[str, Any]:
+        return json.loads((self.root / "sweep.json").read_text())
+
+    def read(self, table: str) -> pa.Table:
+        """All rows of one table in this sweep (empty table of the right schema if none)."""
+        return read_table(self.table_dir(table), table)
+
+
+def read_table(directory: Path, table: str) -> pa.Table:
+    """Read every ``*.parquet`` file in ``directory`` with the schema of ``table``."""
+    schema = TABLES[table]
+    files = sorted(directory.glob("*.parquet")) if directory.is_dir() else []
+    if not files:
+        return schema.empty_table()
+    parts = []
+    for file in files:
+        part = pq.read_table(file)
+        missing = [c for c in schema.names if c not in part.column_names]
+        for col in missing:
+            part = part.append_column(col, pa.nulls(part.num_rows, schema.field(col).type))
+        parts.append(part.select(schema.names).cast(schema))
+    return pa.concat_tables(parts)

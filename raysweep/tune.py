@@ -1,0 +1,201 @@
+"""``python -m raysweep.tune --space NAME``: run a search space as a Ray Tune sweep of DeepSpeed ViT trials."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from raysweep.cluster import Capacity
+from raysweep.errors import UsageError
+from raysweep.params import TrialParams
+from raysweep.plan import local_capacity, plan_trials, trial_table
+from raysweep.space import SearchSpace, list_spaces, load_space
+from raysweep.store import ResultStore, check_name
+
+EXAMPLES = """examples:
+  python -m raysweep.tune --space batch_grid                       # embedded default: local Ray, CPU workers
+  python -m raysweep.tune --space batch_grid --dry-run             # the trial table, nothing started
+  python -m raysweep.tune --space batch_grid --model vit_base_patch16_224 --dataset synthetic
+  python -m raysweep.tune --space my_space.yaml --set num_workers=[1,2] --set epochs=1
+  python -m raysweep.tune --space strong_scaling --address ray://head:10001
+  python -m raysweep.tune --list-params                            # every trial parameter
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m raysweep.tune",
+        description="Run a search space as a Ray Tune sweep; every trial is a Ray Train TorchTrainer "
+        "running a DeepSpeed data-parallel ViT. Results are Parquet tables under --results-dir.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--space", help="bundled space name (see --list-spaces) or a path to a .yaml file")
+    p.add_argument("--list-spaces", action="store_true", help="list the bundled spaces and exit")
+    p.add_argument("--list-params", action="store_true", help="list every trial parameter and exit")
+    p.add_argument(
+        "--address", help="join this Ray cluster (e.g. ray://head:10001 or head:6379); default: start a local one"
+    )
+    p.add_argument(
+        "--results-dir", default="./raysweep-results", help="where sweeps are written (default: %(default)s)"
+    )
+    p.add_argument("--name", help="sweep name (default: <space>-<YYYYmmdd-HHMMSS>)")
+    p.add_argument(
+        "--max-concurrent-trials",
+        type=int,
+        default=0,
+        help="at most this many trials at once (default: as many as fit)",
+    )
+    p.add_argument("--model", help="set trial parameter model (timm name or preset)")
+    p.add_argument("--dataset", help="set trial parameter dataset: digits, synthetic, cifar10, cifar100, imagefolder")
+    p.add_argument("--data-dir", help="set trial parameter data_dir")
+    p.add_argument("--download", action="store_true", help="download cifar10/cifar100 into --data-dir if missing")
+    p.add_argument("--epochs", type=int, help="set trial parameter epochs")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set any trial parameter; a YAML list makes it an axis: --set num_workers=[1,2] (repeatable)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the expanded trial table and what each trial needs; start nothing"
+    )
+    p.add_argument(
+        "--assume-gpus", type=int, default=None, metavar="N", help="with --dry-run: plan for one node of N GPUs"
+    )
+    p.add_argument(
+        "--max-failures",
+        type=int,
+        default=0,
+        help="restarts of a trial's worker group after a worker dies (default: 0)",
+    )
+    p.add_argument(
+        "--collective-timeout",
+        type=int,
+        default=600,
+        metavar="S",
+        help="seconds before a hung collective fails a trial (default: 600)",
+    )
+    p.add_argument(
+        "--dashboard-host", default="127.0.0.1", help="local Ray dashboard bind address (default: %(default)s)"
+    )
+    p.add_argument("--no-dashboard", action="store_true", help="start the local Ray without its dashboard")
+    p.add_argument("--no-report", action="store_true", help="do not write the analysis report at the end")
+    return p
+
+
+def parse_overrides(args: argparse.Namespace) -> dict:
+    overrides: dict = {}
+    for flag, key in (("model", "model"), ("dataset", "dataset"), ("data_dir", "data_dir"), ("epochs", "epochs")):
+        if getattr(args, flag) is not None:
+            overrides[key] = getattr(args, flag)
+    if args.download:
+        overrides["download"] = True
+    for item in args.set:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set {item!r}: expected KEY=VALUE, e.g. --set epochs=3")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        if key.strip() == "slow_ranks" and not isinstance(value, list):
+            value = raw  # "1,3" is a list of ranks, not a YAML value
+        overrides[key.strip()] = value
+    return overrides
+
+
+def prepare_results_dir(results_dir: str, sweep: str) -> ResultStore:
+    root = Path(results_dir)
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"--results-dir {results_dir} is a file, not a directory")
+    store = ResultStore(root, sweep)
+    if (store.root / "trials").is_dir() and any((store.root / "trials").glob("*.parquet")):
+        raise UsageError(f"sweep {sweep} already has results in {store.root}; choose another --name")
+    try:
+        store.root.mkdir(parents=True, exist_ok=True)
+        probe = store.root / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"--results-dir {results_dir} is not writable: {e.strerror}") from None
+    return store
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args, argv)
+    except UsageError as e:
+        print(f"raysweep: error: {e}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace, argv: list[str] | None) -> int:
+    if args.list_spaces:
+        for name, description in list_spaces().items():
+            print(f"{name:16s} {description}")
+        return 0
+    if args.list_params:
+        for f in TrialParams.__dataclass_fields__.values():
+            print(f"{f.name:24s} default {f.default!r:24s} {f.metadata.get('doc', '')}")
+        return 0
+    if not args.space:
+        raise UsageError("--space is required (a bundled name, see --list-spaces, or a .yaml path)")
+    if args.max_concurrent_trials < 0:
+        raise UsageError("--max-concurrent-trials must be >= 0")
+    if args.dashboard_host not in ("127.0.0.1", "localhost", "::1") and os.environ.get("RAY_AUTH_MODE") != "token":
+        raise UsageError(
+            f"--dashboard-host {args.dashboard_host} would expose the Ray dashboard beyond this machine without "
+            "authentication; turn on Ray's token authentication first (export RAY_AUTH_MODE=token) or keep 127.0.0.1"
+        )
+    space = load_space(args.space).with_overrides(parse_overrides(args))
+    sweep = check_name("sweep", args.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    static = space.expand()
+    for params in static:
+        params.validate()
+
+    if args.dry_run:
+        capacity = joined_capacity(args.address) if args.address else local_capacity(static, args.assume_gpus)
+        return dry_run(space, capacity)
+
+    if space.requires == "gpu" and not args.address:
+        import torch
+
+        if torch.cuda.device_count() == 0:
+            print(f"raysweep: space {space.name} needs a GPU and this machine has none; skipped.", file=sys.stderr)
+            return 0
+    capacity = None if args.address else local_capacity(static, None)
+    trials, notes = plan_trials(space, capacity) if capacity else (None, [])
+    store = prepare_results_dir(args.results_dir, sweep)
+    from raysweep.sweep import run_sweep
+
+    return run_sweep(args, argv, space, sweep, store, trials, notes)
+
+
+def joined_capacity(address: str) -> Capacity:
+    from raysweep.cluster import join
+
+    join(address)
+    return Capacity.of_cluster()
+
+
+def dry_run(space: SearchSpace, capacity: Capacity) -> int:
+    trials, notes = plan_trials(space, capacity)
+    print(f"space {space.name}: {space.description}")
+    print(f"cluster: {capacity.describe()}")
+    print(trial_table(trials))
+    for note in notes:
+        print(note)
+    print(f"{len(trials)} trials; dry run: nothing started.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,144 @@
+"""Datasets by name.  Each loader returns uint8 images (N, 3, H, W) at their stored size.
+
+Images stay small and uint8 until they reach the device: conversion, normalisation,
+augmentation and resizing to the model's resolution happen there (``trainers.batches``),
+so a 32x32 CIFAR image crosses the bus as 3 KB, not as a 600 KB float tensor at 224 px.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from raysweep.errors import UsageError
+
+
+@dataclass
+class ImageData:
+    """A train and a held-out split in memory; ``synthetic`` has no tensors (made on the device)."""
+
+    num_classes: int
+    train_x: torch.Tensor | None = None  # uint8 (N, 3, H, W)
+    train_y: torch.Tensor | None = None  # int64 (N,)
+    val_x: torch.Tensor | None = None
+    val_y: torch.Tensor | None = None
+
+    @property
+    def num_train(self) -> int:
+        return 0 if self.train_y is None else len(self.train_y)
+
+
+def load_digits(data_dir: str = "", download: bool = False, seed: int = 0) -> ImageData:
+    """scikit-learn's bundled 8x8 handwritten digits (1,797 images, 10 classes): real data, no download."""
+    from sklearn.datasets import load_digits as sklearn_digits
+
+    digits = sklearn_digits()
+    images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)
+    x = torch.from_numpy(images)[:, None].expand(-1, 3, -1, -1).contiguous()
+    y = torch.from_numpy(digits.target.astype(np.int64))
+    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
+    n_val = len(y) // 5
+    val, train = order[:n_val], order[n_val:]
+    return ImageData(10, x[train], y[train], x[val], y[val])
+
+
+def load_synthetic(data_dir: str = "", download: bool = False, seed: int = 0) -> ImageData:
+    """Random tensors made on the device at the model's resolution: measures compute alone."""
+    return ImageData(num_classes=10)
+
+
+def read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """One file of CIFAR's python format: a pickled dict with ``data`` (N x 3072 uint8) and labels."""
+    with open(path, "rb") as f:
+        batch = pickle.load(f, encoding="bytes")
+    labels = batch.get(b"labels", batch.get(b"fine_labels"))
+    return np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32), np.asarray(labels, dtype=np.int64)
+
+
+CIFAR_LAYOUT = {
+    "cifar10": ("cifar-10-batches-py", [f"data_batch_{i}" for i in range(1, 6)], ["test_batch"], 10),
+    "cifar100": ("cifar-100-python", ["train"], ["test"], 100),
+}
+
+
+def load_cifar(name: str, data_dir: str, download: bool) -> ImageData:
+    folder, train_files, val_files, classes = CIFAR_LAYOUT[name]
+    root = Path(data_dir) / folder
+    if not root.is_dir() and download:
+        from torchvision import datasets
+
+        getattr(datasets, name.upper())(data_dir, train=True, download=True)
+    missing = [f for f in train_files + val_files if not (root / f).is_file()]
+    if missing:
+        raise UsageError(
+            f"{name}: {root} lacks {', '.join(missing)}; put the extracted python-format archive in "
+            f"--data-dir or add --download"
+        )
+
+    def stack(files: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        parts = [read_cifar_batch(root / f) for f in files]
+        return torch.from_numpy(np.concatenate([p[0] for p in parts])), torch.from_numpy(
+            np.concatenate([p[1] for p in parts])
+        )
+
+    return ImageData(classes, *stack(train_files), *stack(val_files))
+
+
+def load_cifar10(data_dir: str, download: bool = False, seed: int = 0) -> ImageData:
+    return load_cifar("cifar10", data_dir, download)
+
+
+def load_cifar100(data_dir: str, download: bool = False, seed: int = 0) -> ImageData:
+    return load_cifar("cifar100", data_dir, download)
+
+
+IMAGEFOLDER_SIDE = 64
+
+
+def load_imagefolder(data_dir: str, download: bool = False, seed: int = 0) -> ImageData:
+    """ImageNet-100 style ``train/<class>/*.jpg`` and ``val/<class>/*.jpg``, decoded once to uint8.
+
+    Images are stored at 64x64 (resized once on load); the device upsamples to the model's size.
+    """
+    from torchvision.io import ImageReadMode, decode_image
+    from torchvision.transforms.v2.functional import resize
+
+    root = Path(data_dir)
+    splits = [root / "train", root / "val"]
+    if not all(s.is_dir() for s in splits):
+        raise UsageError(f"imagefolder: {data_dir} needs train/ and val/ subfolders of class folders")
+    classes = sorted(d.name for d in splits[0].iterdir() if d.is_dir())
+    if not classes:
+        raise UsageError(f"imagefolder: {splits[0]} has no class folders")
+    index = {c: i for i, c in enumerate(classes)}
+
+    def read(split: Path) -> tuple[torch.Tensor, torch.Tensor]:
+        xs, ys = [], []
+        for cls_dir in sorted(d for d in split.iterdir() if d.is_dir() and d.name in index):
+            for file in sorted(cls_dir.iterdir()):
+                img = decode_image(str(file), mode=ImageReadMode.RGB)
+                xs.append(resize(img, [IMAGEFOLDER_SIDE, IMAGEFOLDER_SIDE], antialias=True))
+                ys.append(index[cls_dir.name])
+        if not xs:
+            raise UsageError(f"imagefolder: no images under {split}")
+        return torch.stack(xs), torch.tensor(ys, dtype=torch.int64)
+
+    return ImageData(len(classes), *read(splits[0]), *read(splits[1]))
+
+
+DATASETS: dict[str, Callable[..., ImageData]] = {
+    "digits": load_digits,
+    "synthetic": load_synthetic,
+    "cifar10": load_cifar10,
+    "cifar100": load_cifar100,
+    "imagefolder": load_imagefolder,
+}
+
+
+def load_dataset(name: str, data_dir: str = "", download: bool = False, seed: int = 0) -> ImageData:
+    return DATASETS[name](data_dir, download=download, seed=seed)

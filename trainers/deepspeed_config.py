@@ -1,0 +1,31 @@
+"""The DeepSpeed config of a trial, derived from its parameters alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raysweep.params import TrialParams
+
+# Large enough that DeepSpeed's own per-step logging never fires during a trial.
+QUIET_STEPS = 10**9
+
+
+def build_deepspeed_config(params: TrialParams) -> dict[str, Any]:
+    """``train_batch_size = micro_batch_per_worker x grad_accum_steps x num_workers``, as DeepSpeed checks."""
+    return {
+        "train_batch_size": params.train_batch_size,
+        "train_micro_batch_size_per_gpu": params.effective_micro_batch,
+        "gradient_accumulation_steps": params.grad_accum_steps,
+        "bf16": {"enabled": params.precision == "bf16"},
+        "fp16": {"enabled": params.precision == "fp16", "loss_scale": 0, "initial_scale_power": 16},
+        "zero_optimization": {
+            "stage": params.zero_stage,
+            # Overlap the gradient reduction with the backward pass, in buckets.
+            "overlap_comm": params.zero_stage > 0,
+            "contiguous_gradients": params.zero_stage > 0,
+        },
+        # The optimizer comes from timm (AdamW, SGD, LAMB) and is handed to DeepSpeed.
+        "zero_allow_untested_optimizer": True,
+        "steps_per_print": QUIET_STEPS,
+        "wall_clock_breakdown": False,
+    }

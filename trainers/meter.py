@@ -1,0 +1,99 @@
+"""What a rank measured, epoch by epoch, and the rows it becomes in the result tables."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from trainers.timing import percentile
+
+
+@dataclass
+class EpochMeasure:
+    epoch: int
+    step_ms: list[float]  # timed optimizer steps (warm-up excluded)
+    wait_ms: list[float]  # time each timed step waited for the other ranks
+    data_wait_s: float  # host time spent producing timed batches
+    timed_samples: int  # global samples in the timed steps
+    timed_s: float  # synchronised wall time of the timed steps
+    epoch_time_s: float  # the whole training part of the epoch, warm-up included
+    train_loss: float
+    val_loss: float | None
+    val_accuracy: float | None
+
+
+@dataclass
+class TrialMeter:
+    """Accumulates epochs; ``trial_row`` is the summary the ``trials`` table stores."""
+
+    num_workers: int
+    trial_started_at: float  # wall clock (time.time) when the trial's driver started
+    first_step_at: float | None = None
+    epochs: list[EpochMeasure] = field(default_factory=list)
+
+    def mark_first_step(self) -> None:
+        if self.first_step_at is None:
+            self.first_step_at = time.time()
+
+    @property
+    def step_ms(self) -> list[float]:
+        return [t for e in self.epochs for t in e.step_ms]
+
+    @property
+    def timed_s(self) -> float:
+        return sum(e.timed_s for e in self.epochs)
+
+    @property
+    def throughput(self) -> float:
+        samples = sum(e.timed_samples for e in self.epochs)
+        return samples / self.timed_s if self.timed_s > 0 else float("nan")
+
+    def epoch_row(self, e: EpochMeasure) -> dict:
+        return {
+            "epoch": e.epoch,
+            "train_loss": e.train_loss,
+            "val_loss": e.val_loss,
+            "val_accuracy": e.val_accuracy,
+            "epoch_time_s": e.epoch_time_s,
+            "elapsed_s": time.time() - self.trial_started_at,
+            "throughput": e.timed_samples / e.timed_s if e.timed_s > 0 else None,
+            "step_time_ms": statistics.fmean(e.step_ms) if e.step_ms else None,
+            "data_wait_fraction": e.data_wait_s / e.timed_s if e.timed_s > 0 else None,
+        }
+
+    def rank_row(self, rank: int, node: str, device_name: str, peak_mem_gib: float) -> dict:
+        steps = self.step_ms
+        waits = [w for e in self.epochs for w in e.wait_ms]
+        step = statistics.fmean(steps) if steps else None
+        wait = statistics.fmean(waits) if waits else 0.0
+        return {
+            "rank": rank,
+            "node": node,
+            "device_name": device_name,
+            "step_time_ms": step,
+            "compute_ms": None if step is None else step - wait,
+            "wait_ms": wait,
+            "peak_mem_gib": peak_mem_gib,
+        }
+
+    def trial_row(self, samples_per_epoch: int, optimizer_steps: int, comm_time_ms: float) -> dict:
+        steps = self.step_ms
+        step = statistics.fmean(steps) if steps else float("nan")
+        last = self.epochs[-1]
+        data_wait = sum(e.data_wait_s for e in self.epochs)
+        return {
+            "samples_per_epoch": samples_per_epoch,
+            "optimizer_steps": optimizer_steps,
+            "train_time_s": sum(e.epoch_time_s for e in self.epochs),
+            "setup_s": (self.first_step_at or time.time()) - self.trial_started_at,
+            "throughput": self.throughput,
+            "throughput_per_worker": self.throughput / self.num_workers,
+            "step_time_ms": step,
+            "step_time_p95_ms": percentile(steps, 95),
+            "data_wait_fraction": data_wait / self.timed_s if self.timed_s > 0 else None,
+            "comm_time_ms": comm_time_ms,
+            "comm_fraction": comm_time_ms / step if step > 0 else None,
+            "final_loss": last.train_loss,
+            "val_accuracy": last.val_accuracy,
+        }

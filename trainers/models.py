@@ -1,0 +1,53 @@
+"""Models by name: any timm model, plus small presets that train in seconds on a CPU.
+
+A preset is a timm architecture with its size arguments fixed, so ``create_model`` stays
+the one way a model is made (as in timm: a registry of names, one factory).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raysweep.errors import UsageError
+
+# name -> (timm architecture, keyword arguments)
+PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
+    # The CPU default: a 4-block ViT on 32x32 inputs with 4x4 patches (64 tokens).
+    "vit_micro_patch4_32": (
+        "vit_tiny_patch16_224",
+        {"img_size": 32, "patch_size": 4, "embed_dim": 96, "depth": 4, "num_heads": 3},
+    ),
+    # CIFAR-native ViT-S: 32x32 inputs, 4x4 patches.
+    "vit_small_patch4_32": ("vit_small_patch16_224", {"img_size": 32, "patch_size": 4}),
+}
+
+
+def check_model_name(name: str) -> None:
+    import timm
+
+    if name in PRESETS or timm.is_model(name):
+        return
+    close = timm.list_models(f"*{name.split('_')[0]}*")[:5] if name else []
+    hint = f"; similar timm models: {', '.join(close)}" if close else ""
+    raise UsageError(f"model={name!r} is neither a raysweep preset ({', '.join(PRESETS)}) nor a timm model{hint}")
+
+
+def create_model(name: str, num_classes: int, image_size: int = 0):
+    """A freshly initialised model (no downloaded weights) for ``num_classes`` classes."""
+    import timm
+
+    arch, kwargs = PRESETS.get(name, (name, {}))
+    kwargs = dict(kwargs)
+    if image_size:
+        kwargs["img_size"] = image_size
+    return timm.create_model(arch, pretrained=False, num_classes=num_classes, **kwargs)
+
+
+def native_image_size(name: str) -> int:
+    """The input resolution the model is built for when ``image_size`` is 0."""
+    import timm
+
+    arch, kwargs = PRESETS.get(name, (name, {}))
+    if "img_size" in kwargs:
+        return int(kwargs["img_size"])
+    return int(timm.get_pretrained_cfg(arch).input_size[-1])

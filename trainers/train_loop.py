@@ -1,0 +1,210 @@
+"""The per-worker training loop: one rank of a DeepSpeed (or DDP) data-parallel ViT trial.
+
+``train_fn_per_worker(config)`` reads as the algorithm; timing, straggler emulation and
+reporting live in the small helpers below it.  Everything a worker needs is in ``config``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import ray.train
+import ray.train.torch
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from raysweep.params import TrialParams
+from trainers.batches import Batches
+from trainers.datasets import ImageData, load_dataset
+from trainers.engines import DTYPES, build_engine
+from trainers.hardware import device_name, node_name, peak_memory_gib
+from trainers.meter import EpochMeasure, TrialMeter
+from trainers.models import create_model, native_image_size
+from trainers.timing import IntervalClock, WallSpan, time_allreduce_ms
+
+# Synthetic data has no natural epoch: this many optimizer steps make one.
+SYNTHETIC_STEPS_PER_EPOCH = 30
+
+
+def train_fn_per_worker(config: dict) -> None:
+    params = TrialParams.from_dict(config["params"])
+    context = ray.train.get_context()
+    rank, world = context.get_world_rank(), context.get_world_size()
+    device = ray.train.torch.get_device()
+    torch.manual_seed(params.seed)
+
+    data = load_dataset(params.dataset, params.data_dir, params.download, params.seed)
+    model = create_model(params.model, data.num_classes, params.image_size)
+    num_grads = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    engine = build_engine(params, model, device)
+    image_size = params.image_size or native_image_size(params.model)
+    batches = Batches(data, device, image_size, engine.input_dtype, rank, world, params.seed)
+    plan = EpochPlan.of(params, data)
+    meter = TrialMeter(world, config["trial_started_at"])
+    straggler = Straggler(params, rank, world, device)
+    comm_time_ms = None
+
+    for epoch in range(params.epochs):
+        measure = train_epoch(engine, batches, plan, epoch, meter, straggler, device)
+        measure.val_loss, measure.val_accuracy = evaluate(engine, batches, params.effective_micro_batch, device)
+        meter.epochs.append(measure)
+        if comm_time_ms is None:
+            comm_time_ms = time_allreduce_ms(num_grads, grad_dtype(params), device)
+        report(meter, plan, comm_time_ms, rank, device, final=epoch == params.epochs - 1)
+
+
+@dataclass
+class EpochPlan:
+    samples_per_epoch: int
+    steps_per_epoch: int
+    micro_batch: int
+    accum: int
+    global_batch: int
+    warmup_steps: int
+
+    @classmethod
+    def of(cls, params: TrialParams, data: ImageData) -> EpochPlan:
+        gb = params.train_batch_size
+        if params.train_samples:
+            samples = params.train_samples * (params.num_workers if params.data_scaling == "per_worker" else 1)
+        else:
+            samples = data.num_train or SYNTHETIC_STEPS_PER_EPOCH * gb
+        steps = max(1, samples // gb)
+        if params.max_steps_per_epoch:
+            steps = min(steps, params.max_steps_per_epoch)
+        # Keep at least one timed step, whatever the warm-up asks for.
+        warmup = min(params.warmup_steps, steps * params.epochs - 1)
+        return cls(steps * gb, steps, params.effective_micro_batch, params.grad_accum_steps, gb, warmup)
+
+
+def train_epoch(
+    engine, batches: Batches, plan: EpochPlan, epoch: int, meter: TrialMeter, straggler, device
+) -> EpochMeasure:
+    engine.train()
+    step_clock = IntervalClock(device)
+    loss_sum = torch.zeros((), device=device)
+    data_wait_s, timed, epoch_span = 0.0, None, WallSpan(device)
+    micro_batches = batches.train(epoch, plan.micro_batch, plan.steps_per_epoch * plan.accum)
+    for step in range(plan.steps_per_epoch):
+        if timed is None and epoch * plan.steps_per_epoch + step >= plan.warmup_steps:
+            timed, data_wait_s, first_timed = WallSpan(device), 0.0, step
+        if timed:
+            step_clock.start()
+        for i in range(plan.accum):
+            t = time.perf_counter()
+            x, y = next(micro_batches)
+            data_wait_s += time.perf_counter() - t
+            meter.mark_first_step()
+            loss = F.cross_entropy(engine(x).float(), y)
+            if i == plan.accum - 1:
+                straggler.before_gradient_sync(engine, x, timed is not None)
+            engine.backward(loss)
+            engine.step()
+            loss_sum += loss.detach()
+        if timed:
+            step_clock.stop()
+    timed_s = timed.seconds() if timed else 0.0
+    timed_steps = plan.steps_per_epoch - first_timed if timed else 0
+    return EpochMeasure(
+        epoch=epoch,
+        step_ms=step_clock.drain_ms(),
+        wait_ms=straggler.wait_clock.drain_ms(),
+        data_wait_s=data_wait_s,
+        timed_samples=timed_steps * plan.global_batch,
+        timed_s=timed_s,
+        epoch_time_s=epoch_span.seconds(),
+        train_loss=all_mean(loss_sum / (plan.steps_per_epoch * plan.accum)),
+        val_loss=None,
+        val_accuracy=None,
+    )
+
+
+@torch.no_grad()
+def evaluate(engine, batches: Batches, micro_batch: int, device) -> tuple[float | None, float | None]:
+    """Loss and accuracy on the held-out split, summed over all ranks' shards."""
+    engine.eval()
+    totals = torch.zeros(3, device=device, dtype=torch.float64)  # loss sum, correct, count
+    for x, y in batches.validation(micro_batch):
+        logits = engine(x).float()
+        totals[0] += F.cross_entropy(logits, y, reduction="sum")
+        totals[1] += (logits.argmax(-1) == y).sum()
+        totals[2] += len(y)
+    if dist.is_initialized():
+        dist.all_reduce(totals)
+    loss, correct, count = totals.tolist()
+    return (loss / count, correct / count) if count else (None, None)
+
+
+class Straggler:
+    """Emulates a slower device on chosen ranks and times how long each rank waits for the others.
+
+    A slow rank repeats part of its forward pass (``slow_factor`` of a step's compute, a
+    forward being about a third of it); every rank then meets the others in a one-element
+    all-reduce just before the gradient synchronisation, and the time spent there is its wait.
+    """
+
+    def __init__(self, params: TrialParams, rank: int, world: int, device: torch.device):
+        self.slow_factor = params.slow_factor if rank in params.slow_rank_list else 0.0
+        self.world = world
+        self.wait_clock = IntervalClock(device)
+        self.token = torch.zeros(1, device=device)
+
+    def before_gradient_sync(self, engine, x: torch.Tensor, timed: bool) -> None:
+        if self.slow_factor:
+            with torch.no_grad():
+                extra = int(round(3 * self.slow_factor * len(x)))
+                for start in range(0, extra, len(x)):
+                    engine(x[: min(len(x), extra - start)])
+        if self.world > 1:
+            if timed:
+                self.wait_clock.start()
+            dist.all_reduce(self.token)
+            if timed:
+                self.wait_clock.stop()
+
+
+def grad_dtype(params: TrialParams) -> torch.dtype:
+    return DTYPES[params.precision]
+
+
+def all_mean(value: torch.Tensor) -> float:
+    if dist.is_initialized():
+        value = value.clone()
+        dist.all_reduce(value)
+        value /= dist.get_world_size()
+    return float(value)
+
+
+def gather(obj) -> list:
+    if not dist.is_initialized():
+        return [obj]
+    out = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def report(meter: TrialMeter, plan: EpochPlan, comm_time_ms: float, rank: int, device, final: bool) -> None:
+    """Every rank reports (Ray Train expects it); rank 0's metrics carry all ranks' rows to Tune."""
+    rank_rows = gather(meter.rank_row(rank, node_name(), device_name(device), peak_memory_gib(device)))
+    epoch = meter.epochs[-1]
+    trial_row = meter.trial_row(plan.samples_per_epoch, plan.steps_per_epoch * len(meter.epochs), comm_time_ms)
+    trial_row.update(
+        node_ids=[r["node"] for r in rank_rows],
+        device_names=[r["device_name"] for r in rank_rows],
+        num_nodes=len({r["node"] for r in rank_rows}),
+        peak_mem_gib=max(r["peak_mem_gib"] for r in rank_rows),
+    )
+    ray.train.report(
+        {
+            "epoch": epoch.epoch,
+            "throughput": trial_row["throughput"],
+            "train_loss": epoch.train_loss,
+            "val_accuracy": epoch.val_accuracy,
+            "final": final,
+            "epoch_row": meter.epoch_row(epoch),
+            "trial_row": trial_row,
+            "rank_rows": rank_rows,
+        }
+    )

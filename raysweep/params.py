@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from raysweep.errors import UsageError
@@ -164,6 +165,10 @@ class TrialParams:
             raise UsageError("compile=true is not supported with zero_stage=3 (parameters are partitioned)")
         if self.dataset in ("cifar10", "cifar100", "imagefolder") and not self.data_dir:
             raise UsageError(f"dataset={self.dataset} needs data_dir (--data-dir PATH)")
+        if self.data_dir and not Path(self.data_dir).is_dir() and not self.download:
+            raise UsageError(
+                f"data_dir {self.data_dir} is not a directory (add --download to fetch {self.dataset} there)"
+            )
 
 
 def choose(name: str, value: Any, allowed: tuple) -> None:

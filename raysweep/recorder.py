@@ -60,8 +60,13 @@ def is_oom(error: str, trial) -> bool:
     return any(marker in text for marker in OOM_MARKERS)
 
 
+def rank_rows(result: dict) -> list[dict]:
+    ranks = result.get("rank_rows") or {}
+    return [ranks[k] for k in sorted(ranks, key=int)]
+
+
 class ResultTablesCallback(Callback):
-    def __init__(self, store: ResultStore, trial_started: dict | None = None):
+    def __init__(self, store: ResultStore):
         self.store = store
         self.started: dict[str, float] = {}
         self.epoch_rows: dict[str, dict[int, dict]] = {}
@@ -78,7 +83,7 @@ class ResultTablesCallback(Callback):
         rows = self.epoch_rows.setdefault(tid, {})
         rows[result["epoch_row"]["epoch"]] = result["epoch_row"]  # a restarted run re-reports an epoch
         self.store.write_rows("epochs", tid, [rows[e] for e in sorted(rows)])
-        self.store.write_rows("ranks", tid, result["rank_rows"])
+        self.store.write_rows("ranks", tid, rank_rows(result))
         self.last_result[tid] = result
 
     def on_trial_complete(self, iteration, trials, trial, **info):
@@ -95,7 +100,16 @@ class ResultTablesCallback(Callback):
     def write_trial(self, trial, status: str, error: str | None) -> None:
         tid = trial.trial_id
         params = TrialParams.from_dict(trial.config["params"])
-        measured = dict(self.last_result.get(tid, {}).get("trial_row", {}))
+        last = self.last_result.get(tid, {})
+        measured = dict(last.get("trial_row", {}))
+        ranks = rank_rows(last)
+        if ranks:
+            measured.update(
+                node_ids=[r["node"] for r in ranks],
+                device_names=[r["device_name"] for r in ranks],
+                num_nodes=len({r["node"] for r in ranks}),
+                peak_mem_gib=max(r["peak_mem_gib"] for r in ranks),
+            )
         started = self.started.get(tid, time.time())
         row = {
             **params_columns(params),

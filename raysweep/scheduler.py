@@ -38,6 +38,12 @@ class FitScheduler(Searcher):
                 return {**self.base_config, "index": index, "params": params.to_dict()}
         return None
 
+    def get_state(self) -> dict:
+        return {"pending": self.pending, "running": self.running, "capacity": self.capacity}
+
+    def set_state(self, state: dict) -> None:
+        self.pending, self.running, self.capacity = state["pending"], state["running"], state["capacity"]
+
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         if trial_id in self.running:
             self.capacity.release(*self.running.pop(trial_id))

@@ -23,7 +23,10 @@ def device_name(device: torch.device) -> str:
 
 
 def node_name() -> str:
-    return socket.gethostname()
+    """Host name and Ray node id: several Ray nodes may share one host."""
+    import ray
+
+    return f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
 
 
 def peak_memory_gib(device: torch.device) -> float:

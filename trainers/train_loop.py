@@ -190,12 +190,6 @@ def report(meter: TrialMeter, plan: EpochPlan, comm_time_ms: float, rank: int, d
     rank_rows = gather(meter.rank_row(rank, node_name(), device_name(device), peak_memory_gib(device)))
     epoch = meter.epochs[-1]
     trial_row = meter.trial_row(plan.samples_per_epoch, plan.steps_per_epoch * len(meter.epochs), comm_time_ms)
-    trial_row.update(
-        node_ids=[r["node"] for r in rank_rows],
-        device_names=[r["device_name"] for r in rank_rows],
-        num_nodes=len({r["node"] for r in rank_rows}),
-        peak_mem_gib=max(r["peak_mem_gib"] for r in rank_rows),
-    )
     ray.train.report(
         {
             "epoch": epoch.epoch,
@@ -205,6 +199,7 @@ def report(meter: TrialMeter, plan: EpochPlan, comm_time_ms: float, rank: int, d
             "final": final,
             "epoch_row": meter.epoch_row(epoch),
             "trial_row": trial_row,
-            "rank_rows": rank_rows,
+            # keyed by rank so every value is a scalar that Tune's loggers can chart
+            "rank_rows": {str(r["rank"]): r for r in rank_rows},
         }
     )

@@ -1,0 +1,54 @@
+"""Batch-size analysis of one group: throughput per worker, overheads and accuracy against the micro batch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.groups import Group
+
+KNEE_FRACTION = 0.9  # the knee is the smallest batch within this share of the best throughput
+POINT_METRICS = ("global_batch", "throughput_per_worker", "peak_mem_gib", "comm_fraction",
+                 "data_wait_fraction", "val_accuracy", "final_loss")
+
+
+@dataclass
+class BatchResult:
+    group: Group
+    points: pd.DataFrame  # one row per micro batch, metrics averaged over its trials
+    knee: pd.Series  # the point at the knee
+    peak: pd.Series  # the point with the best throughput per worker
+
+    @property
+    def recommendation(self) -> str:
+        knee, peak = self.knee, self.peak
+        text = (f"micro batch {knee.micro_batch_per_worker:g} (global batch {knee.global_batch:g}): "
+                f"{knee.throughput_per_worker / peak.throughput_per_worker:.0%} of peak throughput per worker "
+                f"({knee.throughput_per_worker:.4g} vs {peak.throughput_per_worker:.4g} samples/s "
+                f"at micro batch {peak.micro_batch_per_worker:g})")
+        if pd.notna(knee.peak_mem_gib) and pd.notna(peak.peak_mem_gib) and peak.peak_mem_gib > 0:
+            text += (f" at {knee.peak_mem_gib / peak.peak_mem_gib:.0%} of the peak-throughput batch's memory "
+                     f"({knee.peak_mem_gib:.3g} of {peak.peak_mem_gib:.3g} GiB)")
+        if pd.notna(knee.val_accuracy) and pd.notna(peak.val_accuracy):
+            text += f"; val accuracy {knee.val_accuracy:.3f} vs {peak.val_accuracy:.3f}"
+        return text
+
+
+def batch_points(trials: pd.DataFrame, group: Group) -> pd.DataFrame:
+    rows = trials[trials["trial_id"].isin(group.trial_ids)]
+    points = rows.groupby("micro_batch_per_worker")[list(POINT_METRICS)].mean()
+    points["trials"] = rows.groupby("micro_batch_per_worker").size()
+    return points.reset_index().sort_values("micro_batch_per_worker", ignore_index=True)
+
+
+def knee_index(throughput: pd.Series, fraction: float = KNEE_FRACTION) -> int:
+    """Index of the first point (points sorted by batch) reaching ``fraction`` of the best throughput."""
+    return int((throughput >= fraction * throughput.max()).to_numpy().argmax())
+
+
+def batch_analysis(trials: pd.DataFrame, group: Group) -> BatchResult:
+    points = batch_points(trials, group)
+    knee = points.iloc[knee_index(points["throughput_per_worker"])]
+    peak = points.loc[points["throughput_per_worker"].idxmax()]
+    return BatchResult(group, points, knee, peak)

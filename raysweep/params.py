@@ -152,6 +152,12 @@ class TrialParams:
                 f"= {self.grad_accum_steps} x {self.num_workers}; pick a multiple of "
                 f"{self.grad_accum_steps * self.num_workers}"
             )
+        try:
+            _ = self.slow_rank_list
+        except ValueError:
+            raise UsageError(
+                f"slow_ranks must be comma-separated rank numbers like '0' or '1,3', got {self.slow_ranks!r}"
+            ) from None
         bad_ranks = [r for r in self.slow_rank_list if not 0 <= r < self.num_workers]
         if bad_ranks:
             raise UsageError(
@@ -186,6 +192,8 @@ def coerce(name: str, value: Any, kind: type) -> Any:
     if kind is bool:
         if isinstance(value, bool):
             return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
         if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
             return value.lower() in ("true", "1", "yes")
         raise UsageError(f"{name} must be true or false, got {value!r}")

@@ -97,8 +97,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="Run DuckDB SQL over the views trials, epochs and ranks of the sweep results.",
     )
     parser.add_argument("sql", help='the query, e.g. "SELECT num_workers, avg(throughput) FROM trials GROUP BY 1"')
-    parser.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR,
-                        help=f"directory holding the sweeps (default: {DEFAULT_RESULTS_DIR})")
+    parser.add_argument(
+        "--results-dir",
+        default=DEFAULT_RESULTS_DIR,
+        help=f"directory holding the sweeps (default: {DEFAULT_RESULTS_DIR})",
+    )
     parser.add_argument("--sweep", default=None, help="query only this sweep (default: all sweeps in --results-dir)")
     parser.add_argument("--out", default=None, help="write the result to FILE.csv or FILE.parquet instead of printing")
     return parser.parse_args(argv)

@@ -46,12 +46,15 @@ class SearchSpace:
     def with_overrides(self, overrides: dict[str, Any]) -> SearchSpace:
         """``--set`` and the named flags: a value replaces the fixed value and any axis of that name."""
         check_keys(overrides, f"--set (space {self.name})")
+        axes = {k: v for k, v in overrides.items() if isinstance(v, (list, dict))}
+        for key, value in axes.items():
+            check_axis(key, value, "--set")
         grids = []
         for grid in self.grids:
             grid = {k: v for k, v in grid.items() if k not in overrides}
-            grid.update({k: v for k, v in overrides.items() if isinstance(v, list)})
+            grid.update(axes)
             grids.append(grid)
-        fixed = {**self.fixed, **{k: v for k, v in overrides.items() if not isinstance(v, list)}}
+        fixed = {**self.fixed, **{k: v for k, v in overrides.items() if k not in axes}}
         return SearchSpace(
             self.name, self.description, dedupe(grids), fixed, self.num_samples, self.requires, self.drop_unfit
         )
@@ -114,8 +117,25 @@ def check_axis(name: str, value: Any, where: str) -> None:
             raise UsageError(
                 f"{where}: distribution {kind} of axis {name!r} needs a list of {DISTRIBUTIONS[kind]} values"
             )
+        if kind != "choice":
+            value[kind] = low, high = [bound(name, kind, a, where) for a in args]
+            if not low < high or (kind == "loguniform" and low <= 0):
+                positive = " and low > 0" if kind == "loguniform" else ""
+                raise UsageError(f"{where}: axis {name!r}: {kind} needs low < high{positive}, got {args}")
         return
     raise UsageError(f"{where}: axis {name!r} must be a list of values or a distribution, got {value!r}")
+
+
+def bound(name: str, kind: str, value: Any, where: str) -> float | int:
+    """A distribution bound; YAML reads ``1e-4`` (no dot) as a string, so numbers in strings count."""
+    try:
+        number = None if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or (kind == "randint" and not number.is_integer()):
+        wanted = "integers" if kind == "randint" else "numbers"
+        raise UsageError(f"{where}: axis {name!r}: {kind} bounds must be {wanted}, got {value!r}")
+    return int(number) if kind == "randint" else number
 
 
 def parse_space(name: str, text: str, where: str) -> SearchSpace:

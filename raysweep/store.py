@@ -25,7 +25,7 @@ SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 def check_name(kind: str, name: str) -> str:
     """Sweep and trial names become directory and file names: keep them inside the results dir."""
-    if not SAFE_NAME.match(name) or ".." in name:
+    if not SAFE_NAME.fullmatch(name) or ".." in name:
         raise UsageError(
             f"{kind} name {name!r} is not allowed: use letters, digits, '.', '_' and '-' "
             "(no path separators, no '..', at most 128 characters)"

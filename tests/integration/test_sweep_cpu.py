@@ -1,0 +1,63 @@
+"""End to end on CPU: real Ray Tune, Ray Train, DeepSpeed over gloo and timm ViTs; Parquet tables read back."""
+
+from __future__ import annotations
+
+import math
+
+from raysweep.schema import TRIALS
+from tests.integration.conftest import explain, run_cli, table
+
+# Columns a completed trial must fill (comm columns are 0, not null, for one worker).
+REQUIRED = [c for c in TRIALS.names if c not in ("error",)]
+
+
+def assert_filled(row: dict) -> None:
+    empty = [c for c in REQUIRED if row[c] is None or (isinstance(row[c], float) and math.isnan(row[c]))]
+    assert not empty, f"trial {row['trial_id']} left columns empty: {empty}"
+
+
+def test_two_worker_deepspeed_trial_fills_every_table(tmp_path):
+    """2 DeepSpeed ranks over gloo: every trials column, one epochs row per epoch, one ranks row per rank."""
+    proc = run_cli(
+        "--space", "batch_grid", "--results-dir", str(tmp_path), "--name", "two",
+        "--set", "num_workers=2", "--set", "micro_batch_per_worker=[16]", "--set", "train_samples=256",
+        "--epochs", "2", "--no-report",
+    )
+    assert proc.returncode == 0, explain(proc)
+    sweep = tmp_path / "two"
+    trials = table(sweep, "trials").to_pylist()
+    assert len(trials) == 1
+    row = trials[0]
+    assert row["status"] == "completed", row["error"]
+    assert_filled(row)
+    assert row["num_workers"] == 2 and row["global_batch"] == 32 and row["samples_per_epoch"] == 256
+    assert row["optimizer_steps"] == 16
+    assert len(row["device_names"]) == 2 and row["num_nodes"] == 1
+    assert row["comm_time_ms"] > 0 and 0 < row["comm_fraction"] < 10
+    assert 0 <= row["val_accuracy"] <= 1 and row["throughput"] > 0
+    assert row["throughput_per_worker"] * 2 == row["throughput"]
+    assert row["step_time_p95_ms"] >= row["step_time_ms"] * 0.5
+    assert row["setup_s"] > 0 and row["trial_wall_s"] > row["train_time_s"]
+
+    epochs = table(sweep, "epochs").to_pylist()
+    assert [e["epoch"] for e in epochs] == [0, 1]
+    assert all(e["val_accuracy"] is not None and e["throughput"] > 0 for e in epochs)
+    assert epochs[1]["elapsed_s"] > epochs[0]["elapsed_s"]
+
+    ranks = table(sweep, "ranks").to_pylist()
+    assert sorted(r["rank"] for r in ranks) == [0, 1]
+    assert all(r["step_time_ms"] > 0 and r["wait_ms"] >= 0 for r in ranks)
+
+
+def test_embedded_default_runs_batch_grid_to_completion(tmp_path):
+    """The README's run command: 5 trials of the CPU default, all completed, every column filled, a report."""
+    proc = run_cli("--space", "batch_grid", "--results-dir", str(tmp_path), "--name", "default", timeout=900)
+    assert proc.returncode == 0, explain(proc)
+    trials = table(tmp_path / "default", "trials").to_pylist()
+    assert sorted(r["micro_batch_per_worker"] for r in trials) == [16, 32, 64, 128, 256]
+    for row in trials:
+        assert row["status"] == "completed", row["error"]
+        assert_filled(row)
+        assert row["model"] == "vit_micro_patch4_32" and row["dataset"] == "digits" and row["precision"] == "fp32"
+    assert "report: " in proc.stdout and (tmp_path / "default" / "report" / "report.md").is_file()
+    assert "5 trials in" in proc.stdout

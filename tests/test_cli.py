@@ -1,0 +1,245 @@
+"""The command line, in-process: help and listings, dry runs, and one-line errors for bad input (exit 2)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+
+import pytest
+import torch
+
+from raysweep.params import TrialParams
+from raysweep.space import SPACES_DIR
+from raysweep.tune import build_parser, main
+
+HAS_GPU = torch.cuda.device_count() > 0
+
+
+@pytest.fixture(autouse=True)
+def no_sweep_starts(monkeypatch):
+    """Tripwire: a test here must never start Ray; reaching ``run_sweep`` fails the test instead."""
+
+    def run_sweep(*args, **kwargs):
+        raise AssertionError("reached run_sweep: this command would have started Ray")
+
+    monkeypatch.setitem(sys.modules, "raysweep.sweep", types.SimpleNamespace(run_sweep=run_sweep))
+
+
+@pytest.fixture
+def results(tmp_path):
+    return tmp_path / "results"
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def table_rows(out: str) -> list[dict[str, str]]:
+    """The dry run's trial table as dicts (the last column, 'needs', contains spaces)."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("#  "))
+    header = lines[start].split()
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line[:1].isdigit() or " trials; dry run" in line:
+            break
+        rows.append(dict(zip(header, line.split(maxsplit=len(header) - 1))))
+    return rows
+
+
+# ---- help and listings ------------------------------------------------------------------------
+
+
+def test_help_exits_0_and_mentions_every_flag(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    flags = [s for action in build_parser()._actions for s in action.option_strings if s.startswith("--")]
+    expected = [
+        "--space", "--list-spaces", "--list-params", "--address", "--results-dir", "--name",
+        "--max-concurrent-trials", "--model", "--dataset", "--data-dir", "--download", "--epochs", "--set",
+        "--dry-run", "--assume-gpus", "--max-failures", "--collective-timeout", "--dashboard-host",
+        "--no-dashboard", "--no-report", "--help",
+    ]  # fmt: skip
+    assert set(expected) <= set(flags)
+    for flag in flags:
+        assert flag in out, f"--help does not mention {flag}"
+
+
+def test_list_spaces_lists_every_bundled_space(capsys, results):
+    code, out, err = run_cli(capsys, "--list-spaces", "--results-dir", str(results))
+    assert code == 0 and err == ""
+    names = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert "batch_grid" in names
+    assert sorted(names) == sorted(p.stem for p in SPACES_DIR.glob("*.yaml"))
+    assert not results.exists()
+
+
+def test_list_params_lists_every_trial_parameter(capsys):
+    code, out, _ = run_cli(capsys, "--list-params")
+    assert code == 0
+    listed = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert listed == [f.name for f in dataclasses.fields(TrialParams)]
+    assert "data-parallel ranks" in out  # with each field's doc
+
+
+# ---- dry runs -----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(HAS_GPU, reason="expects this machine's CPU-only plan")
+def test_dry_run_of_batch_grid_prints_five_cpu_trials_and_creates_nothing(capsys, results):
+    code, out, err = run_cli(capsys, "--space", "batch_grid", "--dry-run", "--results-dir", str(results))
+    assert code == 0, err
+    rows = table_rows(out)
+    assert [r["micro_batch_per_worker"] for r in rows] == ["16", "32", "64", "128", "256"]
+    assert {(r["device"], r["precision"], r["num_workers"]) for r in rows} == {("cpu", "fp32", "1")}
+    assert "5 trials; dry run: nothing started." in out
+    assert not results.exists()
+
+
+def test_dry_run_assuming_8_gpus_plans_gpu_bf16_trials(capsys, results):
+    code, out, err = run_cli(
+        capsys,
+        "--space", "batch_grid", "--dry-run", "--assume-gpus", "8",
+        "--model", "vit_base_patch16_224", "--dataset", "synthetic", "--set", "num_workers=[1,2,4,8]",
+        "--results-dir", str(results),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "8 GPU" in out
+    rows = table_rows(out)
+    assert len(rows) == 5 * 4
+    assert {r["num_workers"] for r in rows} == {"1", "2", "4", "8"}
+    for r in rows:
+        assert (r["device"], r["precision"], r["model"], r["dataset"]) == (
+            "gpu", "bf16", "vit_base_patch16_224", "synthetic",
+        )  # fmt: skip
+        assert "GPU" in r["needs"]
+        assert int(r["global_batch"]) == int(r["num_workers"]) * int(r["micro_batch_per_worker"])
+    assert "20 trials; dry run: nothing started." in out
+    assert not results.exists()
+
+
+def test_dry_run_of_a_user_space_file(capsys, tmp_path, results):
+    path = tmp_path / "mine.yaml"
+    path.write_text("description: two\naxes: {grad_accum_steps: [1, 2]}\nfixed: {micro_batch_per_worker: 8}\n")
+    code, out, err = run_cli(capsys, "--space", str(path), "--dry-run", "--results-dir", str(results))
+    assert code == 0, err
+    assert [r["global_batch"] for r in table_rows(out)] == ["8", "16"]
+
+
+# ---- bad input: one line on stderr, exit 2, nothing created -------------------------------------
+
+
+def assert_usage_error(capsys, results, argv: list[str], fragment: str) -> None:
+    code, out, err = run_cli(capsys, *argv, "--results-dir", str(results))
+    lines = err.splitlines()
+    assert code == 2, (code, out, err)
+    assert len(lines) == 1, err
+    assert lines[0].startswith("raysweep: error:")
+    assert fragment in lines[0]
+    assert out == ""
+    assert not results.exists()
+
+
+BAD_INPUT = {
+    "unknown space": (["--space", "no_such_space"], "unknown space 'no_such_space'; bundled spaces: "),
+    "unknown model": (["--space", "batch_grid", "--model", "vit_nope_xyz"], "model='vit_nope_xyz'"),
+    "unknown dataset": (["--space", "batch_grid", "--dataset", "imagenet21k"], "dataset='imagenet21k'"),
+    "zero micro batch": (
+        ["--space", "batch_grid", "--set", "micro_batch_per_worker=0"],
+        "micro_batch_per_worker must be a positive integer, got 0",
+    ),
+    "non-numeric micro batch": (
+        ["--space", "batch_grid", "--set", "micro_batch_per_worker=abc"],
+        "micro_batch_per_worker must be an integer, got 'abc'",
+    ),
+    "zero epochs": (["--space", "batch_grid", "--epochs", "0"], "epochs must be a positive integer"),
+    "set without =": (["--space", "batch_grid", "--set", "epochs"], "--set 'epochs': expected KEY=VALUE"),
+    "set unknown key": (["--space", "batch_grid", "--set", "num_worker=2"], "unknown trial parameter 'num_worker'"),
+    "bf16 on cpu": (
+        ["--space", "batch_grid", "--set", "device=cpu", "--set", "precision=bf16"],
+        "precision=bf16 needs a GPU",
+    ),
+    "non-loopback dashboard": (
+        ["--space", "batch_grid", "--dashboard-host", "0.0.0.0"],
+        "--dashboard-host 0.0.0.0 would expose the Ray dashboard",
+    ),
+    "sweep name with ../": (["--space", "batch_grid", "--name", "../escape"], "sweep name '../escape' is not allowed"),
+    "negative max concurrent": (
+        ["--space", "batch_grid", "--max-concurrent-trials", "-1"],
+        "--max-concurrent-trials must be >= 0",
+    ),
+    "no space": ([], "--space is required"),
+}
+
+
+@pytest.mark.parametrize(("argv", "fragment"), list(BAD_INPUT.values()), ids=list(BAD_INPUT))
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
+def test_bad_input_is_one_line_exit_2_and_creates_nothing(capsys, monkeypatch, results, argv, fragment, dry_run):
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    assert_usage_error(capsys, results, argv + (["--dry-run"] if dry_run else []), fragment)
+
+
+def test_malformed_yaml_file_names_the_file_and_line(capsys, tmp_path, results):
+    path = tmp_path / "broken.yaml"
+    path.write_text("axes:\n  num_workers: [1, 2\nfixed: {}\n")
+    assert_usage_error(capsys, results, ["--space", str(path)], f"{path}: not valid YAML at line")
+
+
+def test_unknown_axis_in_a_yaml_file_is_named(capsys, tmp_path, results):
+    path = tmp_path / "typo.yaml"
+    path.write_text("axes:\n  micro_batch: [16, 32]\n")
+    assert_usage_error(capsys, results, ["--space", str(path)], "unknown trial parameter 'micro_batch'")
+
+
+def test_missing_yaml_file_is_named(capsys, tmp_path, results):
+    assert_usage_error(capsys, results, ["--space", str(tmp_path / "nope.yaml")], "nope.yaml does not exist")
+
+
+@pytest.mark.skipif(HAS_GPU, reason="needs a machine without GPUs")
+def test_trial_needing_more_gpus_than_the_cluster_fails_before_ray_starts(capsys, results):
+    """plan_trials runs before ray.init and before the results dir is made (the tripwire guards run_sweep)."""
+    assert_usage_error(
+        capsys,
+        results,
+        ["--space", "batch_grid", "--set", "device=gpu"],
+        "a trial needs 1 x (1 CPU + 1 GPU) PACK but the cluster has",
+    )
+
+
+def test_results_dir_that_is_a_file_is_rejected_and_left_alone(capsys, tmp_path):
+    path = tmp_path / "results"
+    path.write_text("not a directory")
+    code, out, err = run_cli(capsys, "--space", "batch_grid", "--results-dir", str(path))
+    assert code == 2 and out == ""
+    assert err.splitlines() == [f"raysweep: error: --results-dir {path} is a file, not a directory"]
+    assert path.read_text() == "not a directory"
+
+
+@pytest.mark.parametrize(("host", "auth"), [("localhost", None), ("::1", None), ("0.0.0.0", "token")])
+def test_loopback_dashboard_host_or_token_auth_is_accepted(capsys, monkeypatch, results, host, auth):
+    if auth:
+        monkeypatch.setenv("RAY_AUTH_MODE", auth)
+    else:
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    code, _, err = run_cli(
+        capsys, "--space", "batch_grid", "--dry-run", "--dashboard-host", host, "--results-dir", str(results)
+    )
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
+def test_missing_cifar_data_dir_is_a_usage_error_before_anything_starts(capsys, results, dry_run):
+    """The loader would only fail inside the trial's workers: planning must catch it, dry run or not."""
+    argv = ["--space", "batch_grid", "--dataset", "cifar10", "--data-dir", "/nonexistent"]
+    assert_usage_error(
+        capsys, results, argv + (["--dry-run"] if dry_run else []), "data_dir /nonexistent is not a directory"
+    )
+
+
+def test_cifar_without_any_data_dir_is_a_usage_error(capsys, results):
+    assert_usage_error(capsys, results, ["--space", "batch_grid", "--dataset", "cifar100"], "needs data_dir")

@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis.errors import AnalysisError
+from raysweep.errors import UsageError
 from raysweep.params import LR_RULES
 from raysweep.store import read_table
 
@@ -66,7 +67,7 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
 def read(sweep_dir: Path, table: str) -> pd.DataFrame:
     try:
         return read_table(sweep_dir / table, table).to_pandas()
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, UsageError) as exc:
         first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise AnalysisError(f"cannot read the {table} table of {sweep_dir}: {first_line}") from exc
 

@@ -5,23 +5,46 @@ from __future__ import annotations
 import time
 
 import ray.tune
-from ray.train import FailureConfig, RunConfig, ScalingConfig
+from ray.train import RunConfig, ScalingConfig, TrainingFailedError
 from ray.train.torch import TorchConfig, TorchTrainer
 from ray.tune.integration.ray_train import TuneReportCallback
 
+from raysweep.errors import is_out_of_memory
 from raysweep.params import TrialParams
 from trainers.train_loop import train_fn_per_worker
 
 
 def train_driver_fn(config: dict) -> None:
-    """Run one trial: ``num_workers`` ranks in one placement group, metrics passed back to Tune."""
+    """Run one trial: ``num_workers`` ranks in one placement group, metrics passed back to Tune.
+
+    A worker group that fails (a rank killed, a collective timed out) is started again, up to
+    ``max_failures`` times; the new group resumes from the run's latest checkpoint, since a
+    Ray Train run of the same name and storage continues where it stopped.  Out of memory is
+    not retried: it would fail the same way.
+    """
     started_at = time.time()
+    trial_id = ray.tune.get_context().get_trial_id()
+    for attempt in range(config["max_failures"] + 1):
+        try:
+            build_trainer(config, trial_id, started_at, attempt).fit()
+            return
+        except TrainingFailedError as e:
+            if attempt == config["max_failures"] or is_out_of_memory(str(e)):
+                raise
+
+
+def build_trainer(config: dict, trial_id: str, started_at: float, attempt: int) -> TorchTrainer:
     params = TrialParams.from_dict(config["params"])
     gpu = params.device == "gpu"
-    trial_id = ray.tune.get_context().get_trial_id()
-    trainer = TorchTrainer(
+    run_name = f"{config['sweep']}-{trial_id}"
+    return TorchTrainer(
         train_fn_per_worker,
-        train_loop_config={"params": config["params"], "trial_started_at": started_at},
+        train_loop_config={
+            "params": config["params"],
+            "trial_started_at": started_at,
+            "attempt": attempt,
+            "fault_marker_dir": f"{config['storage_path']}/{run_name}/faults",
+        },
         torch_config=TorchConfig(backend="nccl" if gpu else "gloo", timeout_s=config["collective_timeout_s"]),
         scaling_config=ScalingConfig(
             num_workers=params.num_workers,
@@ -30,14 +53,12 @@ def train_driver_fn(config: dict) -> None:
             placement_strategy=params.placement_strategy,
         ),
         run_config=RunConfig(
-            name=f"{config['sweep']}-{trial_id}",
+            name=run_name,
             storage_path=config["storage_path"],
             callbacks=[TuneReportCallback()],
-            failure_config=FailureConfig(max_failures=config["max_failures"]),
             worker_runtime_env={"env_vars": worker_env(params)},
         ),
     )
-    trainer.fit()
 
 
 def worker_env(params: TrialParams) -> dict[str, str]:

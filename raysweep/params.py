@@ -74,6 +74,15 @@ class TrialParams:
     max_steps_per_epoch: int = field(default=0, metadata={"doc": "cap on optimizer steps per epoch; 0 = none"})
     warmup_steps: int = field(default=2, metadata={"doc": "optimizer steps per trial left out of the timing"})
     seed: int = field(default=0, metadata={"doc": "seed for data order and weights"})
+    checkpoint_every: int = field(
+        default=1, metadata={"doc": "checkpoint the engine every N epochs (trials of more than one epoch); 0 = never"}
+    )
+    inject_fault: str = field(
+        default="",
+        metadata={
+            "doc": "test only: KIND@RANK:STEP makes RANK fail once at optimizer step STEP; KIND = raise|exit|oom|hang"
+        },
+    )
 
     # ---- derived values -------------------------------------------------------------
     @property
@@ -146,6 +155,12 @@ class TrialParams:
             raise UsageError(f"cpus_per_worker must be > 0, got {self.cpus_per_worker}")
         if self.lr < 0 or self.weight_decay < 0 or self.slow_factor < 0:
             raise UsageError("lr, weight_decay and slow_factor must be >= 0")
+        if self.checkpoint_every < 0:
+            raise UsageError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
+        if self.inject_fault:
+            from trainers.faults import parse_fault
+
+            parse_fault(self.inject_fault)
         if self.global_batch > 0 and self.global_batch % (self.grad_accum_steps * self.num_workers):
             raise UsageError(
                 f"global_batch={self.global_batch} is not divisible by grad_accum_steps x num_workers "
@@ -175,6 +190,10 @@ class TrialParams:
             raise UsageError(
                 f"data_dir {self.data_dir} is not a directory (add --download to fetch {self.dataset} there)"
             )
+        if self.data_dir and Path(self.data_dir).is_dir():
+            from trainers.datasets import check_data_dir
+
+            check_data_dir(self.dataset, self.data_dir, self.download)
 
 
 def choose(name: str, value: Any, allowed: tuple) -> None:

@@ -7,16 +7,16 @@ CLI's process, so the tables land where the user asked, whatever the cluster.
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ray.tune import Callback
 
+from raysweep.errors import is_out_of_memory
 from raysweep.params import TrialParams
 from raysweep.store import ResultStore
-
-OOM_MARKERS = ("OutOfMemoryError", "CUDA out of memory", "out of memory", "OOM")
 
 
 def params_columns(params: TrialParams) -> dict:
@@ -45,19 +45,22 @@ def params_columns(params: TrialParams) -> dict:
     }
 
 
-def error_summary(trial) -> str:
+def error_summary(text: str) -> str:
     """The last meaningful line of the trial's error file (the exception), or a fallback."""
-    path = Path(trial.error_file) if getattr(trial, "error_file", None) else None
-    text = path.read_text(errors="replace") if path and path.is_file() else ""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     causes = [line for line in lines if "Error" in line or "Exception" in line]
     return (causes[-1] if causes else lines[-1] if lines else "trial failed without an error message")[:2000]
 
 
-def is_oom(error: str, trial) -> bool:
+def error_text(trial) -> str:
     path = Path(trial.error_file) if getattr(trial, "error_file", None) else None
-    text = path.read_text(errors="replace") if path and path.is_file() else error
-    return any(marker in text for marker in OOM_MARKERS)
+    return path.read_text(errors="replace") if path and path.is_file() else ""
+
+
+def peak_memory_in(text: str) -> float | None:
+    """The peak memory an out-of-memory rank put in its message (trainers.train_loop.out_of_memory)."""
+    found = re.findall(r"peak_mem_gib=([0-9.]+)", text)
+    return float(found[-1]) if found else None
 
 
 def rank_rows(result: dict) -> list[dict]:
@@ -80,7 +83,10 @@ class ResultTablesCallback(Callback):
         if "epoch_row" not in result:
             return
         tid = trial.trial_id
-        rows = self.epoch_rows.setdefault(tid, {})
+        if tid not in self.epoch_rows:  # a resumed sweep or trial keeps the epochs it already wrote
+            earlier = self.store.read_trial_rows("epochs", tid)
+            self.epoch_rows[tid] = {row["epoch"]: row for row in earlier}
+        rows = self.epoch_rows[tid]
         rows[result["epoch_row"]["epoch"]] = result["epoch_row"]  # a restarted run re-reports an epoch
         self.store.write_rows("epochs", tid, [rows[e] for e in sorted(rows)])
         self.store.write_rows("ranks", tid, rank_rows(result))
@@ -94,10 +100,13 @@ class ResultTablesCallback(Callback):
             self.write_trial(trial, "completed", None)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        error = error_summary(trial)
-        self.write_trial(trial, "oom" if is_oom(error, trial) else "failed", error)
+        text = error_text(trial)
+        if is_out_of_memory(text):
+            self.write_trial(trial, "oom", error_summary(text), peak_mem_gib=peak_memory_in(text))
+        else:
+            self.write_trial(trial, "failed", error_summary(text))
 
-    def write_trial(self, trial, status: str, error: str | None) -> None:
+    def write_trial(self, trial, status: str, error: str | None, **extra) -> None:
         tid = trial.trial_id
         params = TrialParams.from_dict(trial.config["params"])
         last = self.last_result.get(tid, {})
@@ -117,9 +126,10 @@ class ResultTablesCallback(Callback):
             "status": status,
             "error": error,
             "trial_wall_s": time.time() - started,
-            "retries": 0,
+            "retries": measured.get("retries", 0),
             "started_at": datetime.fromtimestamp(started, timezone.utc),
             "finished_at": datetime.now(timezone.utc),
+            **{k: v for k, v in extra.items() if v is not None},
         }
         self.store.write_rows("trials", tid, [row])
         self.statuses[tid] = status

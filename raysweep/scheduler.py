@@ -9,6 +9,11 @@ something pending would fit) and never more than ``max_concurrent`` at once.
 
 from __future__ import annotations
 
+import json
+import pickle
+from collections import Counter
+from collections.abc import Callable
+
 from ray.tune.search import Searcher
 
 from raysweep.cluster import Capacity, Demand
@@ -16,8 +21,16 @@ from raysweep.params import TrialParams
 
 
 class FitScheduler(Searcher):
-    def __init__(self, trials: list[TrialParams], capacity: Capacity, base_config: dict, max_concurrent: int = 0):
+    def __init__(
+        self,
+        trials: list[TrialParams],
+        capacity: Capacity,
+        base_config: dict,
+        max_concurrent: int = 0,
+        finished_params: Callable[[], list[str]] = list,
+    ):
         super().__init__()
+        self.finished_params = finished_params
         self.pending = list(enumerate(trials))
         self.capacity = capacity
         self.base_config = base_config
@@ -44,6 +57,40 @@ class FitScheduler(Searcher):
     def set_state(self, state: dict) -> None:
         self.pending, self.running, self.capacity = state["pending"], state["running"], state["capacity"]
 
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump({"pending": self.pending, "running": {t: d for t, (d, _) in self.running.items()}}, f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        """Continue an interrupted sweep on the cluster there is now (node ids differ after a restart).
+
+        Trials that were running are re-run by Tune itself, so they keep a reservation; a
+        pending trial whose configuration already has a finished row (it finished after Tune's
+        last experiment checkpoint) is not run again.
+        """
+        with open(checkpoint_path, "rb") as f:
+            state = pickle.load(f)
+        self.capacity = Capacity.of_cluster()
+        self.running = {}
+        for trial_id, demand in state["running"].items():
+            placed = self.capacity.reserve(demand)
+            if placed is not None:
+                self.running[trial_id] = (demand, placed)
+        self.pending = drop_finished(state["pending"], self.finished_params)
+
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         if trial_id in self.running:
             self.capacity.release(*self.running.pop(trial_id))
+
+
+def drop_finished(pending: list[tuple[int, TrialParams]], finished: Callable[[], list[str]]) -> list:
+    """Pending trials less those whose parameters (``params_json``) already have a finished row."""
+    done = Counter(finished())
+    kept = []
+    for index, params in pending:
+        key = json.dumps(params.to_dict(), sort_keys=True)
+        if done[key]:
+            done[key] -= 1
+        else:
+            kept.append((index, params))
+    return kept

@@ -71,6 +71,18 @@ class ResultStore:
         atomic_write_table(path, table_from_rows(table, rows))
         return path
 
+    def read_trial_rows(self, table: str, trial_id: str) -> list[dict[str, Any]]:
+        """The rows this trial already has in ``table`` (none if it has no file yet)."""
+        path = self.table_dir(table) / f"{check_name('trial', trial_id)}.parquet"
+        if not path.is_file():
+            return []
+        rows = pq.read_table(path).to_pylist()
+        return [{k: v for k, v in row.items() if k not in ("sweep", "trial_id")} for row in rows]
+
+    def finished_params(self) -> list[str]:
+        """``params_json`` of every trial that has a row: those ran and are not to run again."""
+        return [p for p in self.read("trials").column("params_json").to_pylist() if p]
+
     def write_sweep_json(self, info: dict[str, Any]) -> Path:
         path = self.root / "sweep.json"
         atomic_write_bytes(path, (json.dumps(info, indent=2, sort_keys=True, default=str) + "\n").encode())
@@ -92,7 +104,10 @@ def read_table(directory: Path, table: str) -> pa.Table:
         return schema.empty_table()
     parts = []
     for file in files:
-        part = pq.read_table(file)
+        try:
+            part = pq.read_table(file)
+        except (OSError, pa.ArrowException) as e:
+            raise UsageError(f"{file} is not a readable Parquet file ({e}); move it out of {directory}") from None
         missing = [c for c in schema.names if c not in part.column_names]
         for col in missing:
             part = part.append_column(col, pa.nulls(part.num_rows, schema.field(col).type))

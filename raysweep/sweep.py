@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
@@ -29,16 +30,10 @@ def run_sweep(
     trials: list[TrialParams] | None,
     notes: list[str],
 ) -> int:
-    from raysweep.driver import train_driver_fn
-
-    if args.address:
-        cluster.join(args.address)
-        trials, notes = plan_trials(space, Capacity.of_cluster())
-    else:
-        cluster.start_local(cluster.local_num_cpus(trials), args.dashboard_host, dashboard=not args.no_dashboard)
+    connect(args, args.address, trials or [])
     try:
-        url = cluster.dashboard_url()
-        print(f"Ray dashboard: {url}" if url else "Ray dashboard: not available on this cluster")
+        if args.address:
+            trials, notes = plan_trials(space, Capacity.of_cluster())
         for note in notes:
             print(note)
         print(trial_table(trials))
@@ -55,7 +50,6 @@ def run_sweep(
                 "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             }
         )
-        recorder = ResultTablesCallback(store)
         scheduler = FitScheduler(
             trials,
             Capacity.of_cluster(),
@@ -66,31 +60,80 @@ def run_sweep(
                 "max_failures": args.max_failures,
             },
             max_concurrent=args.max_concurrent_trials,
+            finished_params=store.finished_params,
         )
         tuner = tune.Tuner(
-            tune.with_resources(train_driver_fn, {"cpu": DRIVER_CPU}),
+            trainable(),
             tune_config=tune.TuneConfig(
                 search_alg=scheduler,
                 num_samples=len(trials),
                 reuse_actors=False,
-                trial_dirname_creator=lambda trial: trial.trial_id,
+                trial_dirname_creator=trial_dirname,
             ),
             run_config=tune.RunConfig(
-                name="_tune",
+                name=TUNE_DIR,
                 storage_path=str(store.root.resolve()),
-                callbacks=[recorder],
+                callbacks=[ResultTablesCallback(store)],
                 verbose=1,
             ),
         )
-        started = time.time()
-        tuner.fit()
-        print_summary(store, time.time() - started)
-        if not args.no_report:
-            print_report(store)
+        return fit_and_summarise(tuner, store, args)
     finally:
         ray.shutdown()
-    failed = [t for t, s in recorder.statuses.items() if s != "completed"]
-    return 1 if failed else 0
+
+
+def resume_sweep(args: argparse.Namespace, store: ResultStore) -> int:
+    """Continue through Tune's experiment restore: finished trials stay, unfinished ones run again."""
+    info = store.read_sweep_json()
+    recorded = info.get("cluster", {}).get("address", "local")
+    address = args.address or (None if recorded == "local" else recorded)
+    connect(args, address, [TrialParams.from_dict(t) for t in info.get("trials", [])])
+    try:
+        print(f"resuming sweep {store.sweep}: {len(store.finished_params())} trials already have rows")
+        tuner = tune.Tuner.restore(
+            str(store.root / TUNE_DIR),
+            trainable=trainable(),
+            resume_unfinished=True,
+            resume_errored=False,
+            restart_errored=args.retry_failed,
+        )
+        return fit_and_summarise(tuner, store, args)
+    finally:
+        ray.shutdown()
+
+
+TUNE_DIR = "_tune"
+
+
+def trainable():
+    from raysweep.driver import train_driver_fn
+
+    # The trial's own process needs only a sliver of CPU; its workers reserve theirs through Ray Train.
+    return tune.with_resources(train_driver_fn, {"cpu": DRIVER_CPU})
+
+
+def trial_dirname(trial) -> str:
+    return trial.trial_id
+
+
+def connect(args: argparse.Namespace, address: str | None, trials: list[TrialParams]) -> None:
+    if address:
+        cluster.join(address)
+    else:
+        cluster.start_local(cluster.local_num_cpus(trials), args.dashboard_host, dashboard=not args.no_dashboard)
+    url = cluster.dashboard_url()
+    print(f"Ray dashboard: {url}" if url else "Ray dashboard: not available on this cluster")
+
+
+def fit_and_summarise(tuner: tune.Tuner, store: ResultStore, args: argparse.Namespace) -> int:
+    # Tune's experiment state is what a resume starts from: keep it at most a second old.
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
+    started = time.time()
+    tuner.fit()
+    statuses = print_summary(store, time.time() - started)
+    if not args.no_report:
+        print_report(store)
+    return 0 if statuses and all(s == "completed" for s in statuses) else 1
 
 
 def versions() -> dict[str, str]:
@@ -105,7 +148,7 @@ def versions() -> dict[str, str]:
     return out
 
 
-def print_summary(store: ResultStore, elapsed: float) -> None:
+def print_summary(store: ResultStore, elapsed: float) -> list[str]:
     table = store.read("trials").sort_by([("num_workers", "ascending"), ("micro_batch_per_worker", "ascending")])
     columns = [
         "trial_id",
@@ -126,6 +169,7 @@ def print_summary(store: ResultStore, elapsed: float) -> None:
     print(format_table(columns, rows))
     print(f"\n{table.num_rows} trials in {elapsed:.0f} s; results: {store.root}")
     print(f"  query: duckdb -c \"SELECT * FROM read_parquet('{store.root}/trials/*.parquet')\"")
+    return table.column("status").to_pylist()
 
 
 def print_report(store: ResultStore) -> None:

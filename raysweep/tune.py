@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -25,6 +26,9 @@ EXAMPLES = """examples:
   python -m raysweep.tune --space strong_scaling --address ray://head:10001
   python -m raysweep.tune --list-params                            # every trial parameter
 """
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="restarts of a trial's worker group after a worker dies (default: 0)",
     )
     p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        metavar="N",
+        help="set trial parameter checkpoint_every: checkpoint the engine every N epochs, 0 = never (default: 1)",
+    )
+    p.add_argument("--resume", metavar="SWEEP_DIR", help="continue an interrupted sweep; finished trials are kept")
+    p.add_argument("--retry-failed", action="store_true", help="with --resume: run failed trials again")
+    p.add_argument(
         "--collective-timeout",
         type=int,
         default=600,
@@ -92,7 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_overrides(args: argparse.Namespace) -> dict:
     overrides: dict = {}
-    for flag, key in (("model", "model"), ("dataset", "dataset"), ("data_dir", "data_dir"), ("epochs", "epochs")):
+    for flag, key in (
+        ("model", "model"),
+        ("dataset", "dataset"),
+        ("data_dir", "data_dir"),
+        ("epochs", "epochs"),
+        ("checkpoint_every", "checkpoint_every"),
+    ):
         if getattr(args, flag) is not None:
             overrides[key] = getattr(args, flag)
     if args.download:
@@ -146,37 +164,73 @@ def run(args: argparse.Namespace, argv: list[str] | None) -> int:
         for f in TrialParams.__dataclass_fields__.values():
             print(f"{f.name:24s} default {f.default!r:24s} {f.metadata.get('doc', '')}")
         return 0
+    check_flags(args)
+    if args.resume:
+        from raysweep.sweep import resume_sweep
+
+        return resume_sweep(args, open_sweep(args.resume))
     if not args.space:
         raise UsageError("--space is required (a bundled name, see --list-spaces, or a .yaml path)")
-    if args.max_concurrent_trials < 0:
-        raise UsageError("--max-concurrent-trials must be >= 0")
-    if args.dashboard_host not in ("127.0.0.1", "localhost", "::1") and os.environ.get("RAY_AUTH_MODE") != "token":
-        raise UsageError(
-            f"--dashboard-host {args.dashboard_host} would expose the Ray dashboard beyond this machine without "
-            "authentication; turn on Ray's token authentication first (export RAY_AUTH_MODE=token) or keep 127.0.0.1"
-        )
     space = load_space(args.space).with_overrides(parse_overrides(args))
     sweep = check_name("sweep", args.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     static = space.expand()
     for params in static:
         params.validate()
 
-    if args.dry_run:
-        capacity = joined_capacity(args.address) if args.address else local_capacity(static, args.assume_gpus)
-        return dry_run(space, capacity)
-
-    if space.requires == "gpu" and not args.address:
+    # A GPU-only space on a machine without GPUs is skipped, and a dry run says so rather than
+    # planning CPU trials that would never run (--assume-gpus plans for GPUs instead).
+    if space.requires == "gpu" and not args.address and not (args.dry_run and args.assume_gpus is not None):
         import torch
 
         if torch.cuda.device_count() == 0:
-            print(f"raysweep: space {space.name} needs a GPU and this machine has none; skipped.", file=sys.stderr)
+            would = " would be" if args.dry_run else ""
+            hint = " (plan it for GPUs with --assume-gpus N)" if args.dry_run else ""
+            print(
+                f"raysweep: space {space.name} needs a GPU and this machine has none;{would} skipped{hint}.",
+                file=sys.stderr,
+            )
             return 0
+
+    if args.dry_run:
+        capacity = joined_capacity(args.address) if args.address else local_capacity(static, args.assume_gpus)
+        return dry_run(space, capacity)
     capacity = None if args.address else local_capacity(static, None)
     trials, notes = plan_trials(space, capacity) if capacity else (None, [])
     store = prepare_results_dir(args.results_dir, sweep)
     from raysweep.sweep import run_sweep
 
     return run_sweep(args, argv, space, sweep, store, trials, notes)
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    for flag in ("max_concurrent_trials", "max_failures"):
+        if getattr(args, flag) < 0:
+            raise UsageError(f"--{flag.replace('_', '-')} must be >= 0, got {getattr(args, flag)}")
+    if args.collective_timeout <= 0:
+        raise UsageError(f"--collective-timeout must be a positive number of seconds, got {args.collective_timeout}")
+    if args.dashboard_host not in LOOPBACK and os.environ.get("RAY_AUTH_MODE") != "token":
+        raise UsageError(
+            f"--dashboard-host {args.dashboard_host} would expose the Ray dashboard beyond this machine without "
+            "authentication; turn on Ray's token authentication first (export RAY_AUTH_MODE=token) or keep 127.0.0.1"
+        )
+    if args.retry_failed and not args.resume:
+        raise UsageError("--retry-failed only applies with --resume SWEEP_DIR")
+    if args.resume and args.space:
+        raise UsageError("--resume continues a sweep with its own space; drop --space")
+
+
+def open_sweep(path: str) -> ResultStore:
+    """A sweep directory to resume: it must hold the sweep.json and Tune state a sweep writes."""
+    root = Path(path)
+    if not root.is_dir():
+        raise UsageError(f"--resume {path}: no such directory")
+    if not (root / "sweep.json").is_file() or not (root / "_tune").is_dir():
+        raise UsageError(f"--resume {path}: not a raysweep sweep (no sweep.json and _tune/ state in it)")
+    try:
+        json.loads((root / "sweep.json").read_text())
+    except ValueError:
+        raise UsageError(f"--resume {path}: sweep.json is not valid JSON") from None
+    return ResultStore(root.parent, root.name)
 
 
 def joined_capacity(address: str) -> Capacity:

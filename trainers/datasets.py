@@ -140,5 +140,20 @@ DATASETS: dict[str, Callable[..., ImageData]] = {
 }
 
 
+def check_data_dir(name: str, data_dir: str, download: bool) -> None:
+    """Before anything starts: the files a dataset reads are where the trial will look for them."""
+    root = Path(data_dir)
+    if name in CIFAR_LAYOUT and not download:
+        folder, train_files, val_files, _ = CIFAR_LAYOUT[name]
+        missing = [f for f in train_files + val_files if not (root / folder / f).is_file()]
+        if missing:
+            raise UsageError(
+                f"data_dir {data_dir} has no {name} in CIFAR's python format ({folder}/{missing[0]} is missing); "
+                "extract the archive there or add --download"
+            )
+    if name == "imagefolder" and not ((root / "train").is_dir() and (root / "val").is_dir()):
+        raise UsageError(f"data_dir {data_dir} needs train/ and val/ folders of class folders for imagefolder")
+
+
 def load_dataset(name: str, data_dir: str = "", download: bool = False, seed: int = 0) -> ImageData:
     return DATASETS[name](data_dir, download=download, seed=seed)

@@ -17,8 +17,10 @@ import torch.nn.functional as F
 
 from raysweep.params import TrialParams
 from trainers.batches import Batches
+from trainers.checkpointing import discard, restore_checkpoint, save_checkpoint
 from trainers.datasets import ImageData, load_dataset
 from trainers.engines import DTYPES, build_engine
+from trainers.faults import FaultInjector
 from trainers.hardware import device_name, node_name, peak_memory_gib
 from trainers.meter import EpochMeasure, TrialMeter
 from trainers.models import create_model, native_image_size
@@ -43,16 +45,31 @@ def train_fn_per_worker(config: dict) -> None:
     batches = Batches(data, device, image_size, engine.input_dtype, rank, world, params.seed)
     plan = EpochPlan.of(params, data)
     meter = TrialMeter(world, config["trial_started_at"])
+    if restore_checkpoint(engine, meter) and rank == 0:
+        print(f"raysweep: resumed from checkpoint after epoch {len(meter.epochs) - 1}", flush=True)
     straggler = Straggler(params, rank, world, device)
+    faults = FaultInjector(params.inject_fault, rank, config["fault_marker_dir"])
     comm_time_ms = None
 
-    for epoch in range(params.epochs):
-        measure = train_epoch(engine, batches, plan, epoch, meter, straggler, device)
+    for epoch in range(len(meter.epochs), params.epochs):
+        try:
+            measure = train_epoch(engine, batches, plan, epoch, meter, straggler, faults, device)
+        except torch.OutOfMemoryError as e:
+            raise out_of_memory(e, rank, device) from e
         measure.val_loss, measure.val_accuracy = evaluate(engine, batches, params.effective_micro_batch, device)
         meter.epochs.append(measure)
         if comm_time_ms is None:
             comm_time_ms = time_allreduce_ms(num_grads, grad_dtype(params), device)
-        report(meter, plan, comm_time_ms, rank, device, final=epoch == params.epochs - 1)
+        last = epoch == params.epochs - 1
+        every = params.checkpoint_every
+        checkpoint = save_checkpoint(engine, meter, rank) if every and not last and (epoch + 1) % every == 0 else None
+        report(meter, plan, comm_time_ms, rank, device, final=last, retries=config["attempt"], checkpoint=checkpoint)
+        discard(checkpoint)
+
+
+def out_of_memory(error: Exception, rank: int, device) -> RuntimeError:
+    """Keep the peak memory seen in the message: the trials row records it for an ``oom`` trial."""
+    return RuntimeError(f"OutOfMemoryError on rank {rank}: {error} (peak_mem_gib={peak_memory_gib(device):.3f})")
 
 
 @dataclass
@@ -80,7 +97,7 @@ class EpochPlan:
 
 
 def train_epoch(
-    engine, batches: Batches, plan: EpochPlan, epoch: int, meter: TrialMeter, straggler, device
+    engine, batches: Batches, plan: EpochPlan, epoch: int, meter: TrialMeter, straggler, faults, device
 ) -> EpochMeasure:
     engine.train()
     step_clock = IntervalClock(device)
@@ -90,6 +107,7 @@ def train_epoch(
     for step in range(plan.steps_per_epoch):
         if timed is None and epoch * plan.steps_per_epoch + step >= plan.warmup_steps:
             timed, data_wait_s, first_timed = WallSpan(device), 0.0, step
+        faults.maybe_fire(epoch * plan.steps_per_epoch + step)
         if timed:
             step_clock.start()
         for i in range(plan.accum):
@@ -185,11 +203,21 @@ def gather(obj) -> list:
     return out
 
 
-def report(meter: TrialMeter, plan: EpochPlan, comm_time_ms: float, rank: int, device, final: bool) -> None:
+def report(
+    meter: TrialMeter,
+    plan: EpochPlan,
+    comm_time_ms: float,
+    rank: int,
+    device,
+    final: bool,
+    retries: int,
+    checkpoint: ray.train.Checkpoint | None,
+) -> None:
     """Every rank reports (Ray Train expects it); rank 0's metrics carry all ranks' rows to Tune."""
     rank_rows = gather(meter.rank_row(rank, node_name(), device_name(device), peak_memory_gib(device)))
     epoch = meter.epochs[-1]
     trial_row = meter.trial_row(plan.samples_per_epoch, plan.steps_per_epoch * len(meter.epochs), comm_time_ms)
+    trial_row["retries"] = retries
     ray.train.report(
         {
             "epoch": epoch.epoch,
@@ -201,5 +229,6 @@ def report(meter: TrialMeter, plan: EpochPlan, comm_time_ms: float, rank: int, d
             "trial_row": trial_row,
             # keyed by rank so every value is a scalar that Tune's loggers can chart
             "rank_rows": {str(r["rank"]): r for r in rank_rows},
-        }
+        },
+        checkpoint=checkpoint,
     )

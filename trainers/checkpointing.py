@@ -1,0 +1,64 @@
+"""Engine checkpoints through Ray Train's storage, so a restarted worker group resumes mid-trial.
+
+Every rank saves (DeepSpeed writes per-rank optimizer shards under ZeRO) into its own local
+directory and reports it; Ray Train merges the ranks' files into one checkpoint in storage.
+On restart each rank loads that checkpoint and the trial continues at the next epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import ray.train
+import torch
+
+from trainers.meter import EpochMeasure, TrialMeter
+
+TAG = "engine"
+PROGRESS = "progress.json"
+
+
+def is_deepspeed(engine) -> bool:
+    return hasattr(engine, "save_checkpoint")
+
+
+def save_checkpoint(engine, meter: TrialMeter, rank: int) -> ray.train.Checkpoint:
+    """A checkpoint of the engine (model, optimizer, schedule) and the trial's progress so far."""
+    directory = Path(tempfile.mkdtemp(prefix="raysweep-ckpt-"))
+    if is_deepspeed(engine):
+        engine.save_checkpoint(str(directory), tag=TAG)
+    elif rank == 0:
+        module = getattr(engine.module, "module", engine.module)  # unwrap DDP
+        torch.save({"model": module.state_dict(), "optimizer": engine.optimizer.state_dict()}, directory / "ddp.pt")
+    if rank == 0:
+        progress = {"epochs": [asdict(e) for e in meter.epochs], "first_step_at": meter.first_step_at}
+        (directory / PROGRESS).write_text(json.dumps(progress))
+    return ray.train.Checkpoint.from_directory(str(directory))
+
+
+def discard(checkpoint: ray.train.Checkpoint | None) -> None:
+    """The local copy is no longer needed once Ray Train has persisted it."""
+    if checkpoint is not None:
+        shutil.rmtree(checkpoint.path, ignore_errors=True)
+
+
+def restore_checkpoint(engine, meter: TrialMeter) -> bool:
+    """Load the latest checkpoint of this run, if there is one; True when the trial resumes."""
+    checkpoint = ray.train.get_checkpoint()
+    if checkpoint is None:
+        return False
+    with checkpoint.as_directory() as directory:
+        if is_deepspeed(engine):
+            engine.load_checkpoint(directory, tag=TAG)
+        else:
+            state = torch.load(Path(directory) / "ddp.pt", map_location="cpu", weights_only=False)
+            getattr(engine.module, "module", engine.module).load_state_dict(state["model"])
+            engine.optimizer.load_state_dict(state["optimizer"])
+        progress = json.loads((Path(directory) / PROGRESS).read_text())
+    meter.epochs = [EpochMeasure(**e) for e in progress["epochs"]]
+    meter.first_step_at = progress["first_step_at"]
+    return True

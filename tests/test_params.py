@@ -209,7 +209,7 @@ def test_validate_accepts_the_good_neighbours_of_the_bad_values(tmp_path):
     params(slow_ranks="0,1", num_workers=2).validate()
     params(engine="ddp", zero_stage=0).validate()
     params(device="gpu", precision="bf16").validate()
-    params(dataset="cifar10", data_dir=str(tmp_path)).validate()
+    params(dataset="cifar10", data_dir=str(tmp_path), download=True).validate()
     params(placement_strategy="STRICT_SPREAD").validate()
 
 

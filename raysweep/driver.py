@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import ray.tune
 from ray.train import RunConfig, ScalingConfig, TrainingFailedError
@@ -11,6 +12,7 @@ from ray.tune.integration.ray_train import TuneReportCallback
 
 from raysweep.errors import is_out_of_memory
 from raysweep.params import TrialParams
+from raysweep.store import ResultStore
 from trainers.train_loop import train_fn_per_worker
 
 
@@ -24,6 +26,8 @@ def train_driver_fn(config: dict) -> None:
     """
     started_at = time.time()
     trial_id = ray.tune.get_context().get_trial_id()
+    if finished_before(config, trial_id):
+        return
     for attempt in range(config["max_failures"] + 1):
         try:
             build_trainer(config, trial_id, started_at, attempt).fit()
@@ -31,6 +35,16 @@ def train_driver_fn(config: dict) -> None:
         except TrainingFailedError as e:
             if attempt == config["max_failures"] or is_out_of_memory(str(e)):
                 raise
+
+
+def finished_before(config: dict, trial_id: str) -> bool:
+    """A resumed sweep can restart a trial that completed after Tune's last experiment checkpoint.
+
+    Its row says so; where the sweep's directory is visible from here (a local run) the
+    trial is not run twice.  Elsewhere it runs again and the recorder keeps the first row.
+    """
+    store = ResultStore(Path(config["storage_path"]).parent.parent, config["sweep"])
+    return store.is_completed(trial_id)
 
 
 def build_trainer(config: dict, trial_id: str, started_at: float, attempt: int) -> TorchTrainer:

@@ -55,12 +55,20 @@ class TrialParams:
     )
     grad_accum_steps: int = field(default=1, metadata={"doc": "micro batches per optimizer step"})
     num_workers: int = field(default=1, metadata={"doc": "data-parallel ranks (one GPU each on GPU clusters)"})
-    placement_strategy: str = field(default="PACK", metadata={"doc": "Ray placement of the ranks' bundles"})
+    placement_strategy: str = field(
+        default="PACK",
+        metadata={"doc": "PACK | SPREAD | STRICT_PACK (all ranks on one node) | STRICT_SPREAD (one rank per node)"},
+    )
     device: str = field(default="auto", metadata={"doc": "auto (GPU if the cluster has one) | cpu | gpu"})
     cpus_per_worker: float = field(default=1.0, metadata={"doc": "logical CPUs reserved per rank"})
-    precision: str = field(default="auto", metadata={"doc": "auto (bf16 on GPU, fp32 on CPU) | fp32 | bf16 | fp16"})
+    precision: str = field(
+        default="auto",
+        metadata={"doc": "auto (bf16 on GPU, fp32 on CPU) | fp32 | bf16 | fp16 (loss scaling); bf16, fp16 need a GPU"},
+    )
     engine: str = field(default="deepspeed", metadata={"doc": "deepspeed | ddp (Ray Train's prepare_model)"})
-    zero_stage: int = field(default=0, metadata={"doc": "DeepSpeed ZeRO stage 0-3"})
+    zero_stage: int = field(
+        default=0, metadata={"doc": "DeepSpeed ZeRO stage 0-3 (engine=deepspeed; not with optimizer=lamb)"}
+    )
     optimizer: str = field(default="adamw", metadata={"doc": "adamw | sgd (momentum 0.9) | lamb"})
     lr: float = field(
         default=0.0, metadata={"doc": "learning rate; 0 = the optimizer's scaling rule for the global batch"}
@@ -70,7 +78,9 @@ class TrialParams:
     slow_ranks: str = field(
         default="", metadata={"doc": "comma-separated ranks made artificially slower, e.g. '0' or '1,3'"}
     )
-    slow_factor: float = field(default=0.3, metadata={"doc": "extra compute fraction for each slow rank"})
+    slow_factor: float = field(
+        default=0.3, metadata={"doc": "extra compute of each slow rank, as a fraction of a step's (0.3 = 30% slower)"}
+    )
     max_steps_per_epoch: int = field(default=0, metadata={"doc": "cap on optimizer steps per epoch; 0 = none"})
     warmup_steps: int = field(default=2, metadata={"doc": "optimizer steps per trial left out of the timing"})
     seed: int = field(default=0, metadata={"doc": "seed for data order and weights"})
@@ -182,6 +192,18 @@ class TrialParams:
             raise UsageError(f"precision={self.precision} needs a GPU; on CPU use precision=fp32")
         if self.engine == "ddp" and self.zero_stage:
             raise UsageError("zero_stage > 0 needs engine=deepspeed (DDP has no ZeRO)")
+        if self.optimizer == "lamb" and self.zero_stage:
+            # ZeRO hands the optimizer one flat partition per parameter group, so LAMB's per-layer
+            # trust ratio would silently become one ratio per group.
+            raise UsageError(
+                "optimizer=lamb needs zero_stage=0: ZeRO gives the optimizer flat partitions, not the layers "
+                "LAMB's trust ratio is computed over; use zero_stage=0, or optimizer=adamw with ZeRO"
+            )
+        if self.data_scaling == "per_worker" and not self.train_samples:
+            raise UsageError(
+                "data_scaling=per_worker needs train_samples > 0 (samples per rank); with 0 every trial "
+                "reads the whole split, whatever the worker count"
+            )
         if self.zero_stage == 3 and self.compile:
             raise UsageError("compile=true is not supported with zero_stage=3 (parameters are partitioned)")
         if self.dataset in ("cifar10", "cifar100", "imagefolder") and not self.data_dir:

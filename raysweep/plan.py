@@ -18,13 +18,30 @@ def plan_trials(space: SearchSpace, capacity: Capacity) -> tuple[list[TrialParam
         if Capacity({n: dict(r) for n, r in capacity.nodes.items()}).place(demand) is None:
             message = f"a trial needs {demand.describe()} but the cluster has {capacity.describe()}"
             if space.drop_unfit:
-                notes.append(f"dropped: {message}")
+                notes.append(f"dropped: trial {swept_values(space, params)}: {unfit_reason(demand, capacity)}")
                 continue
             raise UsageError(f"{message}; shrink it (e.g. --set num_workers=1) or join a bigger cluster")
         trials.append(params)
     if not trials:
         raise UsageError(f"space {space.name} has no trial that fits this cluster ({capacity.describe()})")
     return trials, notes
+
+
+def swept_values(space: SearchSpace, params: TrialParams) -> str:
+    """The trial's axis values (and its size), enough to tell which grid point was dropped."""
+    names = dict.fromkeys(["num_workers", "placement_strategy", *(k for grid in space.grids for k in grid)])
+    return " ".join(f"{name}={getattr(params, name)}" for name in names)
+
+
+def unfit_reason(demand: Demand, capacity: Capacity) -> str:
+    nodes = len(capacity.nodes)
+    if demand.strategy == "STRICT_SPREAD" and demand.ranks > nodes:
+        why = f"STRICT_SPREAD puts each of its {demand.ranks} ranks on a node of its own and the cluster has {nodes}"
+    elif demand.strategy == "STRICT_PACK":
+        why = f"STRICT_PACK puts all {demand.ranks} ranks on one node and no node holds them"
+    else:
+        why = f"its {demand.ranks} ranks do not fit the cluster's free CPUs and GPUs"
+    return f"{why} (needs {demand.describe()}; cluster: {capacity.describe()})"
 
 
 def local_capacity(trials: list[TrialParams], assume_gpus: int | None) -> Capacity:

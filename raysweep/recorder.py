@@ -75,12 +75,13 @@ class ResultTablesCallback(Callback):
         self.epoch_rows: dict[str, dict[int, dict]] = {}
         self.last_result: dict[str, dict] = {}
         self.statuses: dict[str, str] = {}
+        self.completed_before: dict[str, bool] = {}
 
     def on_trial_start(self, iteration, trials, trial, **info):
         self.started[trial.trial_id] = time.time()
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        if "epoch_row" not in result:
+        if "epoch_row" not in result or self.kept(trial.trial_id):
             return
         tid = trial.trial_id
         if tid not in self.epoch_rows:  # a resumed sweep or trial keeps the epochs it already wrote
@@ -106,8 +107,16 @@ class ResultTablesCallback(Callback):
         else:
             self.write_trial(trial, "failed", error_summary(text))
 
+    def kept(self, trial_id: str) -> bool:
+        """A completed row is final: a resumed sweep may start a trial Tune had not yet saved as done."""
+        if trial_id not in self.completed_before:
+            self.completed_before[trial_id] = trial_id not in self.statuses and self.store.is_completed(trial_id)
+        return self.completed_before[trial_id]
+
     def write_trial(self, trial, status: str, error: str | None, **extra) -> None:
         tid = trial.trial_id
+        if self.kept(tid):
+            return
         params = TrialParams.from_dict(trial.config["params"])
         last = self.last_result.get(tid, {})
         measured = dict(last.get("trial_row", {}))

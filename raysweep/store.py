@@ -79,6 +79,9 @@ class ResultStore:
         rows = pq.read_table(path).to_pylist()
         return [{k: v for k, v in row.items() if k not in ("sweep", "trial_id")} for row in rows]
 
+    def is_completed(self, trial_id: str) -> bool:
+        return any(row.get("status") == "completed" for row in self.read_trial_rows("trials", trial_id))
+
     def finished_params(self) -> list[str]:
         """``params_json`` of every trial that has a row: those ran and are not to run again."""
         return [p for p in self.read("trials").column("params_json").to_pylist() if p]

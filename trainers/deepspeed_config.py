@@ -8,6 +8,9 @@ from raysweep.params import TrialParams
 
 # Large enough that DeepSpeed's own per-step logging never fires during a trial.
 QUIET_STEPS = 10**9
+# Gradients are clipped to this global norm by both engines (DDPEngine applies it itself), so the
+# engine space compares the same arithmetic; stated rather than left to DeepSpeed's default (1.0 in 0.19).
+GRAD_CLIP_NORM = 1.0
 
 
 def build_deepspeed_config(params: TrialParams) -> dict[str, Any]:
@@ -26,6 +29,7 @@ def build_deepspeed_config(params: TrialParams) -> dict[str, Any]:
         },
         # The optimizer comes from timm (AdamW, SGD, LAMB) and is handed to DeepSpeed.
         "zero_allow_untested_optimizer": True,
+        "gradient_clipping": GRAD_CLIP_NORM,
         "steps_per_print": QUIET_STEPS,
         "wall_clock_breakdown": False,
     }

@@ -11,7 +11,7 @@ from contextlib import nullcontext
 import torch
 
 from raysweep.params import TrialParams
-from trainers.deepspeed_config import build_deepspeed_config
+from trainers.deepspeed_config import GRAD_CLIP_NORM, build_deepspeed_config
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -63,6 +63,10 @@ class DDPEngine:
 
     def step(self) -> None:
         if self.is_gradient_accumulation_boundary():
+            # Clip the true (unscaled) gradients at the global norm DeepSpeed clips at.
+            if self.scaler is not None:
+                self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.module.parameters(), GRAD_CLIP_NORM)
             if self.scaler is not None:
                 self.scaler.step(self.optimizer)
                 self.scaler.update()

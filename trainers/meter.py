@@ -17,6 +17,7 @@ class EpochMeasure:
     data_wait_s: float  # host time spent producing timed batches
     timed_samples: int  # global samples in the timed steps
     timed_s: float  # synchronised wall time of the timed steps
+    warmup_s: float  # wall time of this epoch's warm-up steps (compilation, autotuning)
     epoch_time_s: float  # the whole training part of the epoch, warm-up included
     train_loss: float
     val_loss: float | None
@@ -87,6 +88,7 @@ class TrialMeter:
             "optimizer_steps": optimizer_steps,
             "train_time_s": sum(e.epoch_time_s for e in self.epochs),
             "setup_s": (self.first_step_at or time.time()) - self.trial_started_at,
+            "warmup_s": sum(e.warmup_s for e in self.epochs),
             "throughput": self.throughput,
             "throughput_per_worker": self.throughput / self.num_workers,
             "step_time_ms": step,

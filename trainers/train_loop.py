@@ -107,6 +107,7 @@ def train_epoch(
     for step in range(plan.steps_per_epoch):
         if timed is None and epoch * plan.steps_per_epoch + step >= plan.warmup_steps:
             timed, data_wait_s, first_timed = WallSpan(device), 0.0, step
+            warmup_s = timed.t0 - epoch_span.t0
         faults.maybe_fire(epoch * plan.steps_per_epoch + step)
         if timed:
             step_clock.start()
@@ -124,6 +125,7 @@ def train_epoch(
         if timed:
             step_clock.stop()
     timed_s = timed.seconds() if timed else 0.0
+    epoch_time_s = epoch_span.seconds()
     timed_steps = plan.steps_per_epoch - first_timed if timed else 0
     return EpochMeasure(
         epoch=epoch,
@@ -132,7 +134,8 @@ def train_epoch(
         data_wait_s=data_wait_s,
         timed_samples=timed_steps * plan.global_batch,
         timed_s=timed_s,
-        epoch_time_s=epoch_span.seconds(),
+        warmup_s=warmup_s if timed else epoch_time_s,
+        epoch_time_s=epoch_time_s,
         train_loss=all_mean(loss_sum / (plan.steps_per_epoch * plan.accum)),
         val_loss=None,
         val_accuracy=None,

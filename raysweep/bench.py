@@ -1,0 +1,263 @@
+"""``python -m raysweep.bench``: the full stack against hand-written PyTorch, and the input pipeline against the model.
+
+In one run, on the same device, model, batch, precision and optimizer:
+
+1. plain PyTorch (timm's benchmark recipe: warm up, synchronise, repeat, report img/s);
+2. the full stack, Ray Tune -> Ray Train -> DeepSpeed, as a real sweep over the same batches,
+   reading throughput and per-trial overhead (setup, teardown) back from its ``trials`` table;
+3. the input pipeline alone (real CIFAR-format files, uint8 on the device, resized there) and
+   a full-stack trial on those files against synthetic data.
+
+It prints the ratio table and writes ``bench.json`` and ``bench.md`` to ``--out``.
+``--quick`` is the CPU form (a small ViT at 32 px) that CI runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from raysweep.plan import format_table
+from raysweep.store import read_table
+
+
+def synchronize() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def plain_pytorch(model_name: str, batch: int, steps: int, warmup: int, compile: bool = False) -> dict:
+    """Training throughput of the model in a plain PyTorch loop: bf16 autocast and fused AdamW on GPUs."""
+    from trainers.models import create_model, native_image_size
+
+    dev = device()
+    size = native_image_size(model_name)
+    model = create_model(model_name, num_classes=10).to(dev)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=dev.type == "cuda")
+    forward = torch.compile(model) if compile else model
+    x = torch.randn(batch, 3, size, size, device=dev)
+    y = torch.randint(0, 10, (batch,), device=dev)
+
+    def step() -> None:
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
+            loss = F.cross_entropy(forward(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    t0 = time.perf_counter()
+    for _ in range(warmup):
+        step()
+    synchronize()
+    warmup_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    synchronize()
+    elapsed = time.perf_counter() - t0
+    return {"batch": batch, "compile": compile, "plain_img_s": batch * steps / elapsed, "plain_warmup_s": warmup_s}
+
+
+def train_flops_per_image(model_name: str) -> float:
+    """Forward FLOPs of one image counted by PyTorch, times 3 for forward plus backward."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from trainers.models import create_model, native_image_size
+
+    size = native_image_size(model_name)
+    model = create_model(model_name, num_classes=10)
+    with FlopCounterMode(display=False) as counter:
+        model(torch.randn(1, 3, size, size))
+    return 3.0 * counter.get_total_flops()
+
+
+def matmul_peak_tflops() -> float | None:
+    """The card's measured bf16 matrix ceiling (None on CPU)."""
+    if not torch.cuda.is_available():
+        return None
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn_like(a)
+    for _ in range(3):
+        a @ b
+    synchronize()
+    t0 = time.perf_counter()
+    for _ in range(20):
+        a @ b
+    synchronize()
+    return 2 * 8192**3 * 20 / (time.perf_counter() - t0) / 1e12
+
+
+def write_cifar10(root: Path, num_train: int) -> Path:
+    """Random images in CIFAR-10's own python format (five train batches and a test batch)."""
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    per = num_train // 5
+    for name, n in [*((f"data_batch_{i}", per) for i in range(1, 6)), ("test_batch", max(per // 5, 10))]:
+        batch = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), b"labels": rng.integers(0, 10, n).tolist()}
+        (folder / name).write_bytes(pickle.dumps(batch))
+    return root
+
+
+def input_pipeline_rate(data_dir: Path, batch: int, image_size: int, batches: int) -> float:
+    """Samples/s of the data path alone: CIFAR files -> device -> normalise, flip, resize."""
+    from trainers.batches import Batches
+    from trainers.datasets import load_dataset
+
+    dev = device()
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    source = Batches(load_dataset("cifar10", str(data_dir)), dev, image_size, dtype, rank=0, world=1, seed=0)
+    for _ in source.train(0, batch, 3):
+        pass
+    synchronize()
+    t0 = time.perf_counter()
+    for x, _ in source.train(1, batch, batches):
+        x.sum()  # the batch is really materialised
+    synchronize()
+    return batch * batches / (time.perf_counter() - t0)
+
+
+def full_stack(results: Path, name: str, model: str, dataset: str, batches: list[int], extra: list[str]) -> list[dict]:
+    """A real sweep through the CLI; its trials rows, one per batch."""
+    from raysweep.tune import main as tune_main
+
+    argv = ["--space", "batch_grid", "--results-dir", str(results), "--name", name, "--model", model]
+    argv += ["--dataset", dataset, "--epochs", "1", "--set", f"micro_batch_per_worker={batches}"]
+    argv += ["--no-report", "--no-dashboard", *extra]
+    code = tune_main(argv)
+    if code != 0:
+        raise SystemExit(f"bench: the full-stack sweep {name} failed (exit {code})")
+    return read_table(results / name / "trials", "trials").to_pylist()
+
+
+def compare(plain: dict, trial: dict) -> dict:
+    """One row of the ratio table: the plain loop against the full-stack trial at the same batch."""
+    return {
+        **plain,
+        "stack_img_s": trial["throughput"],
+        "ratio": trial["throughput"] / plain["plain_img_s"],
+        "setup_s": trial["setup_s"],
+        "teardown_s": trial["trial_wall_s"] - trial["setup_s"] - trial["train_time_s"],
+        "trial_wall_s": trial["trial_wall_s"],
+        "stack_warmup_s": trial["warmup_s"],
+    }
+
+
+def run(args: argparse.Namespace) -> dict:
+    quick = args.quick
+    model = args.model or ("vit_micro_patch4_32" if quick else "vit_base_patch16_224")
+    batches = [int(b) for b in args.batches.split(",")] if args.batches else ([16, 32] if quick else [64, 128, 256])
+    steps = 8 if quick else 30
+    tmp = Path(tempfile.mkdtemp(prefix="raysweep-bench-"))
+    stack_extra = ["--set", f"train_samples={steps * max(batches)}", "--set", "warmup_steps=3"]
+
+    plain = [plain_pytorch(model, b, steps, warmup=3) for b in batches]
+    if args.compile:
+        plain.append(plain_pytorch(model, max(batches), steps, warmup=3, compile=True))
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()  # the trials below run in other processes on the same device
+    synthetic_args = [*stack_extra, "--set", f"max_steps_per_epoch={steps}"]
+    trials = full_stack(tmp, "stack", model, "synthetic", batches, synthetic_args)
+    compiled = []
+    if args.compile:
+        compile_args = [*synthetic_args, "--set", "compile=true"]
+        compiled = full_stack(tmp, "stack-compiled", model, "synthetic", [max(batches)], compile_args)
+
+    by_batch = {t["micro_batch_per_worker"]: t for t in trials}
+    rows = [compare(p, by_batch[p["batch"]]) for p in plain if not p["compile"]]
+    rows += [compare(p, compiled[0]) for p in plain if p["compile"]]
+
+    big = max(batches)
+    num_train = 5_000 if quick else 50_000
+    cifar = write_cifar10(tmp / "cifar", num_train)
+    from trainers.models import native_image_size
+
+    pipeline = input_pipeline_rate(cifar, big, native_image_size(model), batches=20)
+    real = full_stack(tmp, "cifar", model, "cifar10", [big], [*synthetic_args, "--data-dir", str(cifar)])[0]
+    synthetic = by_batch[big]
+    flops = train_flops_per_image(model)
+    peak = matmul_peak_tflops()
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+        "model": model,
+        "argv": sys.argv,
+        "rows": rows,
+        "input_pipeline": {
+            "batch": big,
+            "pipeline_img_s": pipeline,
+            "model_img_s": synthetic["throughput"],
+            "cifar_img_s": real["throughput"],
+            "cifar_over_synthetic": real["throughput"] / synthetic["throughput"],
+            "data_wait_fraction": real["data_wait_fraction"],
+        },
+        "train_gflops_per_image": flops / 1e9,
+        "peak_bf16_tflops": peak,
+        "mfu": {
+            r["batch"] if not r["compile"] else f"{r['batch']}c": r["stack_img_s"] * flops / (peak * 1e12) for r in rows
+        }
+        if peak
+        else None,  # fmt: skip
+    }
+
+
+def mfu_key(row: dict) -> str:
+    return f"batch {row['batch']}" + (" compiled" if row["compile"] else "")
+
+
+def report(result: dict) -> str:
+    header = ["batch", "compile", "plain img/s", "stack img/s", "ratio", "setup s", "teardown s", "warm-up s"]
+    body = [
+        [str(r["batch"]), str(r["compile"]), f"{r['plain_img_s']:.1f}", f"{r['stack_img_s']:.1f}", f"{r['ratio']:.3f}"]
+        + [f"{r[k]:.1f}" for k in ("setup_s", "teardown_s", "stack_warmup_s")]
+        for r in result["rows"]
+    ]
+    pipe = result["input_pipeline"]
+    lines = [
+        f"{result['model']} on {result['device']}, {result['date']}",
+        format_table(header, body),
+        f"input pipeline alone: {pipe['pipeline_img_s']:.0f} img/s at batch {pipe['batch']} "
+        f"(model: {pipe['model_img_s']:.0f} img/s on synthetic data)",
+        f"CIFAR files through the full stack: {pipe['cifar_img_s']:.0f} img/s = "
+        f"{pipe['cifar_over_synthetic']:.3f} x synthetic, data_wait_fraction {pipe['data_wait_fraction']:.4f}",
+        f"training FLOPs per image: {result['train_gflops_per_image']:.1f} GFLOP",
+    ]
+    if result["peak_bf16_tflops"]:
+        mfu = ", ".join(f"{k}: {v:.1%}" for k, v in result["mfu"].items())
+        lines.append(f"measured bf16 matmul ceiling {result['peak_bf16_tflops']:.0f} TFLOP/s; MFU {mfu}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m raysweep.bench", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="the CPU form: small ViT at 32 px, small batches")
+    p.add_argument("--model", help="model (default: vit_base_patch16_224, or vit_micro_patch4_32 with --quick)")
+    p.add_argument("--batches", help="comma-separated micro batches (default 64,128,256; 16,32 with --quick)")
+    p.add_argument("--compile", action="store_true", help="also measure torch.compile at the largest batch")
+    p.add_argument("--out", default="bench-results", help="directory for bench.json and bench.md")
+    args = p.parse_args(argv)
+    result = run(args)
+    text = report(result)
+    print(text)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(result, indent=2, default=str))
+    (out / "bench.md").write_text("```\n" + text + "\n```\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -69,7 +69,7 @@ class TrialParams:
     zero_stage: int = field(
         default=0, metadata={"doc": "DeepSpeed ZeRO stage 0-3 (engine=deepspeed; not with optimizer=lamb)"}
     )
-    optimizer: str = field(default="adamw", metadata={"doc": "adamw | sgd (momentum 0.9) | lamb"})
+    optimizer: str = field(default="adamw", metadata={"doc": "adamw | sgd (Nesterov momentum 0.9) | lamb"})
     lr: float = field(
         default=0.0, metadata={"doc": "learning rate; 0 = the optimizer's scaling rule for the global batch"}
     )

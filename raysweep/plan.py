@@ -36,7 +36,8 @@ def swept_values(space: SearchSpace, params: TrialParams) -> str:
 def unfit_reason(demand: Demand, capacity: Capacity) -> str:
     nodes = len(capacity.nodes)
     if demand.strategy == "STRICT_SPREAD" and demand.ranks > nodes:
-        why = f"STRICT_SPREAD puts each of its {demand.ranks} ranks on a node of its own and the cluster has {nodes}"
+        plural = "s" if nodes != 1 else ""
+        why = f"STRICT_SPREAD needs a node for each of its {demand.ranks} ranks; the cluster has {nodes} node{plural}"
     elif demand.strategy == "STRICT_PACK":
         why = f"STRICT_PACK puts all {demand.ranks} ranks on one node and no node holds them"
     else:

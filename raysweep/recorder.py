@@ -129,12 +129,22 @@ class ResultTablesCallback(Callback):
                 peak_mem_gib=max(r["peak_mem_gib"] for r in ranks),
             )
         started = self.started.get(tid, time.time())
+        now = time.time()
+        first_step_at, reported_at = measured.pop("first_step_at", None), measured.pop("reported_at", None)
+        driver_started_at = measured.pop("trial_started_at", None)
+        if first_step_at:
+            # from Tune starting the trial to its first step, and from its last report to its end
+            measured["setup_s"] = first_step_at - started
+            measured["teardown_s"] = now - reported_at
+            phases = {"driver_started": driver_started_at - started}
+            phases |= {k: v + phases["driver_started"] for k, v in json.loads(measured["setup_breakdown"]).items()}
+            measured["setup_breakdown"] = json.dumps({k: round(v, 3) for k, v in phases.items()})
         row = {
             **params_columns(params),
             **measured,
             "status": status,
             "error": error,
-            "trial_wall_s": time.time() - started,
+            "trial_wall_s": now - started,
             "retries": measured.get("retries", 0),
             "started_at": datetime.fromtimestamp(started, timezone.utc),
             "finished_at": datetime.now(timezone.utc),

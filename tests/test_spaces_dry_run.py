@@ -1,0 +1,161 @@
+"""Every bundled space, dry run in-process: the trial table it would run on an 8-GPU node, notes for what
+is dropped, the GPU-only skip, and combinations a space could be pushed into that are refused before launch."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from raysweep.space import SPACES_DIR
+from raysweep.tune import main
+
+SPACES = sorted(p.stem for p in SPACES_DIR.glob("*.yaml"))
+README = Path(__file__).resolve().parents[1] / "README.md"
+PAPER_SCALE = ("--dry-run", "--assume-gpus", "8", "--model", "vit_base_patch16_224", "--dataset", "synthetic")
+
+# Trials each space plans on one node of 8 GPUs (placement's spread trials need a node per rank).
+PLANNED_ON_8_GPUS = {
+    "accum_grid": 8,
+    "batch_grid": 5,
+    "engine": 2,
+    "heterogeneity": 3,
+    "optimizers": 3,
+    "placement": 2,
+    "precision": 3,
+    "strong_scaling": 4,
+    "weak_scaling": 4,
+    "zero_stages": 4,
+}
+
+
+@pytest.fixture(autouse=True)
+def no_sweep_starts(monkeypatch):
+    """Tripwire: a dry run must never start Ray; reaching ``run_sweep`` fails the test instead."""
+
+    def run_sweep(*args, **kwargs):
+        raise AssertionError("reached run_sweep: this command would have started Ray")
+
+    monkeypatch.setitem(sys.modules, "raysweep.sweep", types.SimpleNamespace(run_sweep=run_sweep))
+
+
+def dry_run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def table_rows(out: str) -> list[dict[str, str]]:
+    """The dry run's trial table as dicts (the last column, 'needs', contains spaces)."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("#  "))
+    header = lines[start].split()
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line[:1].isdigit() or " trials; dry run" in line:
+            break
+        rows.append(dict(zip(header, line.split(maxsplit=len(header) - 1))))
+    return rows
+
+
+def test_every_bundled_space_is_expected_here_and_in_the_readme():
+    assert sorted(PLANNED_ON_8_GPUS) == SPACES
+    readme = README.read_text(encoding="utf-8")
+    for name in SPACES:
+        assert f"| `{name}` |" in readme, f"README's spaces table has no row for {name}"
+
+
+@pytest.mark.parametrize("name", SPACES)
+def test_space_dry_runs_at_paper_scale_on_8_gpus(capsys, name):
+    code, out, err = dry_run(capsys, "--space", name, *PAPER_SCALE)
+    assert code == 0, err
+    rows = table_rows(out)
+    assert len(rows) == PLANNED_ON_8_GPUS[name], out
+    assert f"{len(rows)} trials; dry run: nothing started." in out
+    for row in rows:
+        assert row["model"] == "vit_base_patch16_224" and row["dataset"] == "synthetic"
+        assert row["device"] == "gpu" and "GPU" in row["needs"]
+        assert int(row["global_batch"]) == (
+            int(row["micro_batch_per_worker"]) * int(row["grad_accum_steps"]) * int(row["num_workers"])
+        )
+
+
+def test_accum_grid_holds_the_global_batch_in_one_grid_and_the_micro_batch_in_the_other(capsys):
+    code, out, err = dry_run(capsys, "--space", "accum_grid", *PAPER_SCALE)
+    assert code == 0, err
+    rows = table_rows(out)
+    fixed_global, fixed_micro = rows[:4], rows[4:]
+    assert [int(r["grad_accum_steps"]) for r in fixed_global] == [1, 2, 4, 8]
+    assert {r["global_batch"] for r in fixed_global} == {"256"}
+    assert [int(r["micro_batch_per_worker"]) for r in fixed_global] == [128, 64, 32, 16]
+    assert [int(r["grad_accum_steps"]) for r in fixed_micro] == [1, 2, 4, 8]
+    assert {r["micro_batch_per_worker"] for r in fixed_micro} == {"32"}
+
+
+def test_strong_scaling_keeps_the_global_batch_and_weak_scaling_grows_it(capsys):
+    _, out, _ = dry_run(capsys, "--space", "strong_scaling", *PAPER_SCALE)
+    strong = table_rows(out)
+    assert [r["num_workers"] for r in strong] == ["1", "2", "4", "8"]
+    assert {r["global_batch"] for r in strong} == {"256"}
+    _, out, _ = dry_run(capsys, "--space", "weak_scaling", *PAPER_SCALE)
+    weak = table_rows(out)
+    assert [int(r["global_batch"]) for r in weak] == [32, 64, 128, 256]
+    assert {r["micro_batch_per_worker"] for r in weak} == {"32"}
+
+
+def test_placement_on_one_node_drops_the_spread_trials_with_a_note(capsys):
+    code, out, err = dry_run(capsys, "--space", "placement", *PAPER_SCALE)
+    assert code == 0, err
+    assert {r["placement_strategy"] for r in table_rows(out)} == {"STRICT_PACK"}
+    notes = [line for line in out.splitlines() if line.startswith("dropped: ")]
+    assert len(notes) == 2
+    for workers, note in zip((2, 4), notes):
+        assert f"num_workers={workers} placement_strategy=STRICT_SPREAD" in note
+        assert f"needs a node for each of its {workers} ranks; the cluster has 1 node" in note
+
+
+def test_scaling_spaces_drop_trials_bigger_than_the_node_with_a_note(capsys):
+    for name in ("strong_scaling", "weak_scaling"):
+        code, out, err = dry_run(capsys, "--space", name, *PAPER_SCALE[:2], "2")
+        assert code == 0, err
+        assert [r["num_workers"] for r in table_rows(out)] == ["1", "2"]
+        notes = [line for line in out.splitlines() if line.startswith("dropped: ")]
+        assert [n.split()[2] for n in notes] == ["num_workers=4", "num_workers=8"], out
+        assert all("do not fit" in n and "cluster: 16 CPU + 2 GPU" in n for n in notes)
+
+
+def test_heterogeneity_scales_to_8_workers_with_set(capsys):
+    code, out, err = dry_run(capsys, "--space", "heterogeneity", *PAPER_SCALE, "--set", "num_workers=8")
+    assert code == 0, err
+    assert {r["num_workers"] for r in table_rows(out)} == {"8"}
+
+
+@pytest.mark.skipif(torch.cuda.device_count() > 0, reason="this machine has a GPU")
+def test_gpu_only_space_dry_run_without_gpus_says_it_would_be_skipped(capsys, tmp_path):
+    code, out, err = dry_run(capsys, "--space", "precision", "--dry-run", "--results-dir", str(tmp_path / "r"))
+    assert code == 0
+    assert out == ""
+    assert "space precision needs a GPU and this machine has none; would be skipped" in err
+    assert "--assume-gpus" in err
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--space", "optimizers", "--set", "zero_stage=2"], "optimizer=lamb needs zero_stage=0"),
+        (["--space", "zero_stages", "--set", "engine=ddp"], "zero_stage > 0 needs engine=deepspeed"),
+        (["--space", "zero_stages", "--set", "compile=true"], "compile=true is not supported with zero_stage=3"),
+        (["--space", "weak_scaling", "--set", "train_samples=0"], "data_scaling=per_worker needs train_samples > 0"),
+        (["--space", "accum_grid", "--set", "global_batch=[100]"], "global_batch=100 is not divisible"),
+        (["--space", "heterogeneity", "--set", "slow_ranks=[2]"], "slow_ranks [2] outside 0..1"),
+        (["--space", "precision", "--set", "device=cpu", "--assume-gpus", "1"], "precision=bf16 needs a GPU"),
+    ],
+)
+def test_combinations_a_space_cannot_run_are_refused_before_launch(capsys, argv, message):
+    code, out, err = dry_run(capsys, *argv, "--dry-run")
+    assert code == 2 and out == ""
+    assert message in err and err.count("\n") == 1

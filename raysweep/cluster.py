@@ -131,7 +131,7 @@ def start_local(num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: boo
         num_cpus=num_cpus,
         include_dashboard=dashboard,
         dashboard_host=dashboard_host,
-        runtime_env=project_runtime_env(),
+        runtime_env=project_runtime_env(local=True),
         logging_level="WARNING",
         log_to_driver=True,
     )
@@ -156,12 +156,19 @@ def join(address: str) -> None:
         raise UsageError(f"--address {address}: cannot join a Ray cluster there ({e})") from None
 
 
-def project_runtime_env() -> dict:
+# Ray Train settings that cut each trial's fixed cost: the controller notices a finished
+# worker group within a quarter second (default: 2 s).
+TRAIN_ENV = {"RAY_TRAIN_V2_ENABLED": "1", "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25"}
+# A local instance has no nodes to be preempted: no preemption watcher actor per trial.
+LOCAL_TRAIN_ENV = {"RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0"}
+
+
+def project_runtime_env(local: bool = False) -> dict:
     """Ship the project's own packages to every node: nodes need only the dependencies."""
     root = Path(__file__).resolve().parent.parent
     return {
         "py_modules": [str(root / pkg) for pkg in ("raysweep", "trainers")],
-        "env_vars": {"RAY_TRAIN_V2_ENABLED": "1"},
+        "env_vars": {**TRAIN_ENV, **(LOCAL_TRAIN_ENV if local else {})},
     }
 
 

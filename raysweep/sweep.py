@@ -15,10 +15,13 @@ from raysweep import cluster
 from raysweep.cluster import DRIVER_CPU, Capacity
 from raysweep.params import TrialParams
 from raysweep.plan import format_table, plan_trials, trial_table
+from raysweep.progress import ProgressCallback, SweepMetrics, watch_hints
 from raysweep.recorder import ResultTablesCallback
 from raysweep.scheduler import FitScheduler
 from raysweep.space import SearchSpace
 from raysweep.store import ResultStore
+from raysweep.tensorboard_logger import TensorBoardCallback
+from raysweep.trackers import tracker_callbacks
 
 
 def run_sweep(
@@ -37,6 +40,8 @@ def run_sweep(
         for note in notes:
             print(note)
         print(trial_table(trials))
+        for line in watch_hints(store.root):
+            print(line)
         store.write_sweep_json(
             {
                 "sweep": sweep,
@@ -73,8 +78,8 @@ def run_sweep(
             run_config=tune.RunConfig(
                 name=TUNE_DIR,
                 storage_path=str(store.root.resolve()),
-                callbacks=[ResultTablesCallback(store)],
-                verbose=1,
+                callbacks=[ResultTablesCallback(store), *watch_callbacks(args, sweep, store, len(trials))],
+                verbose=0,  # ProgressCallback prints the sweep's progress instead of Tune's tables
             ),
         )
         return fit_and_summarise(tuner, store, args)
@@ -123,6 +128,15 @@ def connect(args: argparse.Namespace, address: str | None, trials: list[TrialPar
         cluster.start_local(cluster.local_num_cpus(trials), args.dashboard_host, dashboard=not args.no_dashboard)
     url = cluster.dashboard_url()
     print(f"Ray dashboard: {url}" if url else "Ray dashboard: not available on this cluster")
+
+
+def watch_callbacks(args: argparse.Namespace, sweep: str, store: ResultStore, total: int) -> list:
+    """The ways to watch a sweep as it runs: terminal progress and sweep gauges, TensorBoard, trackers."""
+    return [
+        ProgressCallback(sweep, total, metrics=SweepMetrics()),
+        TensorBoardCallback(store.root),
+        *tracker_callbacks(getattr(args, "log_to", []), sweep, store.root),
+    ]
 
 
 def fit_and_summarise(tuner: tune.Tuner, store: ResultStore, args: argparse.Namespace) -> int:
@@ -183,3 +197,6 @@ def print_report(store: ResultStore) -> None:
         print(f"report not written: {e}")
         return
     print(f"report: {path}")
+    html = path.with_name("report.html")
+    if html.is_file():
+        print(f"report: {html}")

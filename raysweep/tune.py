@@ -17,6 +17,7 @@ from raysweep.params import TrialParams
 from raysweep.plan import local_capacity, plan_trials, trial_table
 from raysweep.space import SearchSpace, list_spaces, load_space
 from raysweep.store import ResultStore, check_name
+from raysweep.trackers import TRACKERS, check_trackers
 
 EXAMPLES = """examples:
   python -m raysweep.tune --space batch_grid                       # embedded default: local Ray, CPU workers
@@ -99,6 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-dashboard", action="store_true", help="start the local Ray without its dashboard")
     p.add_argument("--no-report", action="store_true", help="do not write the analysis report at the end")
+    p.add_argument(
+        "--log-to",
+        action="append",
+        default=[],
+        choices=TRACKERS,
+        help="also log every trial to this experiment tracker through Ray Tune's callback (repeatable); "
+        "mlflow writes to <sweep>/mlruns unless MLFLOW_TRACKING_URI is set",
+    )
     return p
 
 
@@ -217,6 +226,9 @@ def check_flags(args: argparse.Namespace) -> None:
         raise UsageError("--retry-failed only applies with --resume SWEEP_DIR")
     if args.resume and args.space:
         raise UsageError("--resume continues a sweep with its own space; drop --space")
+    if args.log_to and args.resume:
+        raise UsageError("--log-to applies when a sweep starts; a resumed sweep keeps the trackers it started with")
+    check_trackers(args.log_to)
 
 
 def open_sweep(path: str) -> ResultStore:

@@ -22,6 +22,7 @@ from trainers.datasets import ImageData, load_dataset
 from trainers.engines import DTYPES, build_engine
 from trainers.faults import FaultInjector
 from trainers.hardware import device_name, node_name, peak_memory_gib
+from trainers.live_metrics import publish_epoch
 from trainers.meter import EpochMeasure, TrialMeter
 from trainers.models import create_model, native_image_size
 from trainers.timing import IntervalClock, WallSpan, time_allreduce_ms
@@ -62,6 +63,7 @@ def train_fn_per_worker(config: dict) -> None:
             raise out_of_memory(e, rank, device) from e
         measure.val_loss, measure.val_accuracy = evaluate(engine, batches, params.effective_micro_batch, device)
         meter.epochs.append(measure)
+        publish_epoch(meter, rank, peak_memory_gib(device))  # live gauges for the dashboard, once per epoch
         if comm_time_ms is None:
             comm_time_ms = time_allreduce_ms(num_grads, grad_dtype(params), device)
         last = epoch == params.epochs - 1

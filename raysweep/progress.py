@@ -1,0 +1,326 @@
+"""A live view of a sweep in the terminal, and the sweep-level gauges on Ray's metrics endpoint.
+
+``ProgressCallback`` runs in the CLI's process as a Tune callback.  On a terminal it keeps one
+status line up to date in place; on a plain log (stdout not a TTY: CI, ``| tee``, a file) it
+writes whole lines only, with no control characters: one per trial event (start, epoch,
+end) and a heartbeat at most every ``heartbeat_s`` seconds, so a log stays readable.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+import time
+from dataclasses import dataclass
+from typing import TextIO
+
+from ray.tune import Callback
+
+# Tune's trial statuses, grouped into what a person watching a sweep cares about.
+RUNNING_STATES = ("RUNNING", "PAUSED")
+METRICS_EVERY_S = 5.0
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]|\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@dataclass
+class SweepCounts:
+    total: int
+    completed: int = 0
+    failed: int = 0
+    running: int = 0
+    best_throughput: float | None = None
+    done_fraction: float = 0.0  # finished trials count 1, running ones the share of their epochs done
+
+    @property
+    def finished(self) -> int:
+        return self.completed + self.failed
+
+    @property
+    def pending(self) -> int:
+        return max(0, self.total - self.finished - self.running)
+
+
+def estimate_remaining(elapsed_s: float, done_fraction: float) -> float | None:
+    """Seconds left if the rest goes at the pace so far; None until some work is done."""
+    if done_fraction <= 0 or elapsed_s <= 0:
+        return None
+    if done_fraction >= 1:
+        return 0.0
+    return elapsed_s * (1 - done_fraction) / done_fraction
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None or math.isnan(seconds):
+        return "?"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def status_line(counts: SweepCounts, elapsed_s: float) -> str:
+    best = f"{counts.best_throughput:.1f} samples/s" if counts.best_throughput else "-"
+    eta = estimate_remaining(elapsed_s, counts.done_fraction)
+    return (
+        f"{counts.finished}/{counts.total} done ({counts.completed} completed, {counts.failed} failed), "
+        f"{counts.running} running, {counts.pending} pending | best {best} | "
+        f"elapsed {format_duration(elapsed_s)}, left ~{format_duration(eta)}"
+    )
+
+
+def plain(text: str) -> str:
+    """One printable line: an error message may carry newlines or a colour code."""
+    return CONTROL_CHARS.sub(" ", text).strip()
+
+
+def trial_label(trial) -> str:
+    params = trial.config.get("params", {})
+    return (
+        f"{trial.trial_id} (w{params.get('num_workers', '?')} mb{params.get('micro_batch_per_worker', '?')} "
+        f"acc{params.get('grad_accum_steps', '?')})"
+    )
+
+
+def reached_last_epoch(trial) -> bool:
+    """A trial Tune ended normally is completed if it reached its last epoch (the recorder's rule).
+
+    One with no result at all was finished before a resume and skipped by its driver.
+    """
+    last = trial.last_result or {}
+    return "final" not in last or bool(last["final"])
+
+
+def trial_state(trial, known: dict[str, str]) -> str:
+    """completed, failed, running or pending.  ``known`` holds what the callbacks just saw: Tune
+    calls them before it updates the trial's status."""
+    if trial.status == "TERMINATED":
+        return "completed" if reached_last_epoch(trial) else "failed"
+    if trial.status == "ERROR":
+        return "failed"
+    if trial.trial_id in known:
+        return known[trial.trial_id]
+    return "running" if trial.status in RUNNING_STATES else "pending"
+
+
+def count_trials(trials: list, total: int, known: dict[str, str] | None = None) -> SweepCounts:
+    counts = SweepCounts(total=max(total, len(trials)))
+    progress = 0.0
+    for trial in trials:
+        last = trial.last_result or {}
+        state = trial_state(trial, known or {})
+        if state in ("completed", "failed"):
+            progress += 1
+            setattr(counts, state, getattr(counts, state) + 1)
+        elif state == "running":
+            counts.running += 1
+            epochs = trial.config.get("params", {}).get("epochs") or 0
+            if epochs and "epoch" in last:
+                progress += min(1.0, (last["epoch"] + 1) / epochs)
+        throughput = last.get("throughput")
+        if isinstance(throughput, (int, float)) and math.isfinite(throughput) and throughput > 0:
+            counts.best_throughput = max(counts.best_throughput or 0.0, float(throughput))
+    counts.done_fraction = progress / counts.total if counts.total else 0.0
+    return counts
+
+
+class ProgressCallback(Callback):
+    """Prints the sweep's progress; publishes it to ``metrics`` (sweep-level gauges) when given one.
+
+    Holds no stream or clock until the sweep starts: Tune pickles its callbacks with the
+    experiment, and a resumed sweep unpickles this one.
+    """
+
+    def __init__(
+        self,
+        sweep: str,
+        total: int,
+        *,
+        tty: bool | None = None,
+        heartbeat_s: float = 30.0,
+        redraw_s: float = 1.0,
+        metrics: SweepMetrics | None = None,
+    ):
+        self.sweep = sweep
+        self.total = total
+        self.tty = tty
+        self.heartbeat_s = heartbeat_s
+        self.redraw_s = redraw_s
+        self.metrics = metrics
+        self.started: float | None = None
+        self.last_print = 0.0
+        self.last_publish = 0.0
+        self.drawn = False  # a TTY status line is on screen, waiting to be replaced
+        self.known: dict[str, str] = {}
+        self.stream: TextIO | None = None
+
+    def setup(self, **info) -> None:
+        self.start()
+
+    def start(self, stream: TextIO | None = None, now: float | None = None) -> None:
+        self.stream = stream or sys.stdout
+        if self.tty is None:
+            self.tty = self.stream.isatty()
+        self.started = time.monotonic() if now is None else now
+        if self.metrics:
+            self.metrics.start(self.sweep)
+
+    # Tune's hooks: each trial event is one line; the step hook redraws or sends a heartbeat.
+    def on_trial_start(self, iteration, trials, trial, **info):
+        self.known[trial.trial_id] = "running"
+        self.event(trials, f"trial {trial_label(trial)} started")
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        if "epoch" not in result:
+            return
+        epochs = trial.config.get("params", {}).get("epochs", "?")
+        throughput = result.get("throughput")
+        rate = f", {throughput:.1f} samples/s" if isinstance(throughput, (int, float)) else ""
+        self.event(trials, f"trial {trial.trial_id} epoch {result['epoch'] + 1}/{epochs}{rate}")
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        state = self.known[trial.trial_id] = "completed" if reached_last_epoch(trial) else "failed"
+        self.event(trials, f"trial {trial.trial_id} {state if state == 'completed' else 'ended before its last epoch'}")
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self.known[trial.trial_id] = "failed"
+        self.event(trials, f"trial {trial.trial_id} failed")
+
+    def on_step_end(self, iteration, trials, **info):
+        self.tick(trials)
+
+    def on_experiment_end(self, trials, **info):
+        self.event(trials, "sweep finished")
+        if self.tty and self.drawn:
+            self.write("\n")  # leave the final status line on screen, and the cursor below it
+            self.drawn = False
+
+    def event(self, trials: list, message: str, now: float | None = None) -> None:
+        self.ensure_started()
+        now = time.monotonic() if now is None else now
+        counts = self.update(trials, now)
+        line = f"{self.prefix(now)} {plain(message)}"
+        if self.tty:
+            self.write(f"\r\x1b[2K{line}\n")
+            self.drawn = False
+            self.redraw(counts, now)
+        else:
+            self.write(f"{line} | {status_line(counts, now - self.started)}\n")
+        self.last_print = now
+
+    def tick(self, trials: list, now: float | None = None) -> None:
+        self.ensure_started()
+        now = time.monotonic() if now is None else now
+        if now - self.last_print < (self.redraw_s if self.tty else self.heartbeat_s):
+            if self.metrics and now - self.last_publish >= METRICS_EVERY_S:
+                self.update(trials, now)  # the gauges move even while the log stays quiet
+            return
+        counts = self.update(trials, now)
+        if self.tty:
+            self.redraw(counts, now)
+        else:
+            self.write(f"{self.prefix(now)} {status_line(counts, now - self.started)}\n")
+        self.last_print = now
+
+    def redraw(self, counts: SweepCounts, now: float) -> None:
+        self.write(f"\r\x1b[2K{status_line(counts, now - self.started)}")
+        self.drawn = True
+
+    def update(self, trials: list, now: float) -> SweepCounts:
+        counts = count_trials(trials, self.total, self.known)
+        if self.metrics:
+            self.metrics.publish(counts)
+            self.last_publish = now
+        return counts
+
+    def prefix(self, now: float) -> str:
+        return f"[{self.sweep} {format_duration(now - self.started)}]"
+
+    def ensure_started(self) -> None:
+        if self.started is None:
+            self.start()
+
+    def write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.update(stream=None, started=None, drawn=False, last_print=0.0, last_publish=0.0)
+        return state
+
+
+class SweepMetrics:
+    """Sweep-level gauges (trials by state, best throughput) exported from the CLI's process.
+
+    Created in ``start``, once Ray is up; where this process cannot export metrics (a Ray
+    Client connection) they are skipped with a note and the sweep goes on.
+    """
+
+    def __init__(self):
+        self.gauges: dict | None = None
+        self.failed = False
+
+    def start(self, sweep: str) -> None:
+        if self.gauges is not None or self.failed:
+            return
+        try:
+            from ray.util.metrics import Gauge
+
+            tags = {"sweep": sweep}
+            self.gauges = {
+                name: Gauge(f"raysweep_sweep_{name}", doc, ("sweep",)).set_default_tags(tags)
+                for name, doc in (
+                    ("trials_total", "Trials in the sweep"),
+                    ("trials_completed", "Trials that completed"),
+                    ("trials_failed", "Trials that failed or ended early"),
+                    ("trials_running", "Trials running now"),
+                    ("trials_pending", "Trials not started yet"),
+                    ("best_samples_per_second", "Best trial throughput so far"),
+                )
+            }
+        except Exception as e:  # e.g. Ray Client: metrics need a local core worker
+            self.failed = True
+            print(f"raysweep: sweep metrics not exported: {e}", file=sys.stderr)
+
+    def publish(self, counts: SweepCounts) -> None:
+        if not self.gauges:
+            return
+        values = {
+            "trials_total": counts.total,
+            "trials_completed": counts.completed,
+            "trials_failed": counts.failed,
+            "trials_running": counts.running,
+            "trials_pending": counts.pending,
+            "best_samples_per_second": counts.best_throughput or 0.0,
+        }
+        for name, value in values.items():
+            self.gauges[name].set(value)
+
+    def __getstate__(self) -> dict:
+        return {"gauges": None, "failed": False}
+
+
+def metrics_urls() -> list[str]:
+    """Each alive node's Prometheus endpoint (its metrics agent), as ``ray.nodes()`` lists it."""
+    import ray
+
+    return [
+        f"http://{n['NodeManagerAddress']}:{n['MetricsExportPort']}/metrics"
+        for n in ray.nodes()
+        if n.get("Alive") and n.get("MetricsExportPort")
+    ]
+
+
+def watch_hints(sweep_root) -> list[str]:
+    """Where to watch the sweep besides this terminal (printed once, as it starts)."""
+    lines = [f"TensorBoard: tensorboard --logdir {sweep_root}"]
+    try:
+        urls = metrics_urls()
+    except Exception:  # a client connection may not list nodes' ports; the dashboard still works
+        urls = []
+    if urls:
+        lines.append(f"Prometheus metrics: {' '.join(urls)} (raysweep_* series)")
+    return lines

@@ -1,0 +1,95 @@
+"""Per-epoch TensorBoard scalars of every trial: ``tensorboard --logdir <results-dir>/<sweep>``.
+
+Written from the CLI's process as Tune reports each epoch, one run per trial under
+``<sweep>/tensorboard/<run>/``, the run named by the trial's parameters so TensorBoard's run
+list reads like the sweep's axes.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ray.tune.logger import TBXLoggerCallback
+
+from raysweep.params import TrialParams
+
+# Written per epoch from the ``epochs`` row; rank figures from each rank's row.
+EPOCH_SCALARS = {
+    "train/loss": "train_loss",
+    "val/loss": "val_loss",
+    "val/accuracy": "val_accuracy",
+    "perf/samples_per_second": "throughput",
+    "perf/step_time_ms": "step_time_ms",
+    "perf/epoch_time_s": "epoch_time_s",
+    "perf/data_wait_fraction": "data_wait_fraction",
+}
+RANK_SCALARS = ("step_time_ms", "compute_ms", "wait_ms", "peak_mem_gib")
+# Parameters named in a run only when they differ from their defaults, to keep names short.
+# Parameter -> its prefix in the name: "-z2-sgd-bf16-ddp-strictspread-slow0".
+EXTRA_NAME_PARAMS = {
+    "zero_stage": "z",
+    "optimizer": "",
+    "precision": "",
+    "engine": "",
+    "placement_strategy": "",
+    "slow_ranks": "slow",
+}
+
+
+def run_name(trial_id: str, params: TrialParams) -> str:
+    """``<trial_id>-w2-mb64-acc1``, then any of EXTRA_NAME_PARAMS that is not at its default."""
+    parts = [trial_id, f"w{params.num_workers}", f"mb{params.effective_micro_batch}", f"acc{params.grad_accum_steps}"]
+    defaults = TrialParams()
+    for key, prefix in EXTRA_NAME_PARAMS.items():
+        value = getattr(params, key)
+        if value != getattr(defaults, key):
+            parts.append(f"{prefix}{value}".lower().replace("_", "").replace(",", "+").replace("/", "+"))
+    return "-".join(parts)
+
+
+def finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class TensorBoardCallback(TBXLoggerCallback):
+    """A ``TBXLoggerCallback`` so that Tune adds none of its own: that one would write a second run
+    per trial under ``_tune/`` with every nested result flattened, cluttering the same logdir."""
+
+    def __init__(self, sweep_root: Path):
+        super().__init__()
+        self.root = Path(sweep_root) / "tensorboard"
+
+    def log_trial_start(self, trial) -> None:
+        if trial in self._trial_writer:
+            self._trial_writer[trial].close()
+        params = TrialParams.from_dict(trial.config["params"])
+        writer = self._summary_writer_cls(str(self.root / run_name(trial.trial_id, params)), flush_secs=10)
+        writer.add_text("params", "\n".join(f"    {k}: {v}" for k, v in sorted(params.to_dict().items())), 0)
+        self._trial_writer[trial] = writer
+
+    def log_trial_result(self, iteration: int, trial, result: dict) -> None:
+        row = result.get("epoch_row")
+        if not row:
+            return
+        if trial not in self._trial_writer:
+            self.log_trial_start(trial)
+        writer, step = self._trial_writer[trial], row["epoch"]
+        for tag, column in EPOCH_SCALARS.items():
+            if finite(row.get(column)):
+                writer.add_scalar(tag, row[column], global_step=step)
+        for rank, rank_row in (result.get("rank_rows") or {}).items():
+            for column in RANK_SCALARS:
+                if finite(rank_row.get(column)):
+                    writer.add_scalar(f"rank{rank}/{column}", rank_row[column], global_step=step)
+        writer.flush()  # an epoch is rare and a person may be watching: show it now
+
+    def log_trial_end(self, trial, failed: bool = False) -> None:
+        writer = self._trial_writer.pop(trial, None)
+        if writer is not None:
+            writer.close()
+        self._trial_result.pop(trial, None)
+
+    def on_experiment_end(self, trials, **info) -> None:
+        for trial in list(self._trial_writer):
+            self.log_trial_end(trial)

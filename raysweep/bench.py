@@ -41,9 +41,12 @@ def device() -> torch.device:
 
 def plain_pytorch(model_name: str, batch: int, steps: int, warmup: int, compile: bool = False) -> dict:
     """Training throughput of the model in a plain PyTorch loop: bf16 autocast and fused AdamW on GPUs."""
+    from trainers.deepspeed_config import GRAD_CLIP_NORM
     from trainers.models import create_model, native_image_size
 
     dev = device()
+    if dev.type == "cpu":
+        torch.set_num_threads(1)  # as a trial's rank, which holds one CPU (cpus_per_worker)
     size = native_image_size(model_name)
     model = create_model(model_name, num_classes=10).to(dev)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=dev.type == "cuda")
@@ -55,6 +58,7 @@ def plain_pytorch(model_name: str, batch: int, steps: int, warmup: int, compile:
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
             loss = F.cross_entropy(forward(x), y)
         loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP_NORM, foreach=True)  # as both engines do
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 

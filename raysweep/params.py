@@ -20,6 +20,7 @@ DEVICES = ("auto", "cpu", "gpu")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 OPTIMIZERS = ("adamw", "sgd", "lamb")
 ENGINES = ("deepspeed", "ddp")
+AMPS = ("auto", "autocast", "deepspeed")
 DATA_SCALINGS = ("fixed", "per_worker")
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -64,6 +65,14 @@ class TrialParams:
     precision: str = field(
         default="auto",
         metadata={"doc": "auto (bf16 on GPU, fp32 on CPU) | fp32 | bf16 | fp16 (loss scaling); bf16, fp16 need a GPU"},
+    )
+    amp: str = field(
+        default="auto",
+        metadata={
+            "doc": "how DeepSpeed runs bf16/fp16: autocast (torch autocast, fp32 weights and optimizer, as plain "
+            "PyTorch AMP) | deepspeed (its bf16/fp16 engine: low-precision weights, fp16 loss scaling) | "
+            "auto (autocast for bf16, deepspeed for fp16)"
+        },
     )
     engine: str = field(default="deepspeed", metadata={"doc": "deepspeed | ddp (Ray Train's prepare_model)"})
     zero_stage: int = field(
@@ -111,6 +120,13 @@ class TrialParams:
         return [int(r) for r in self.slow_ranks.split(",") if r.strip()]
 
     @property
+    def uses_autocast(self) -> bool:
+        """Whether low precision comes from torch autocast over fp32 weights (not DeepSpeed's bf16/fp16 engine)."""
+        if self.precision not in ("bf16", "fp16"):
+            return False
+        return self.amp == "autocast" or (self.amp == "auto" and self.precision == "bf16")
+
+    @property
     def learning_rate(self) -> float:
         if self.lr > 0:
             return self.lr
@@ -154,6 +170,7 @@ class TrialParams:
         choose("precision", self.precision, PRECISIONS)
         choose("optimizer", self.optimizer, OPTIMIZERS)
         choose("engine", self.engine, ENGINES)
+        choose("amp", self.amp, AMPS)
         choose("data_scaling", self.data_scaling, DATA_SCALINGS)
         choose("zero_stage", self.zero_stage, ZERO_STAGES)
         for name in ("epochs", "micro_batch_per_worker", "grad_accum_steps", "num_workers"):
@@ -204,6 +221,8 @@ class TrialParams:
                 "data_scaling=per_worker needs train_samples > 0 (samples per rank); with 0 every trial "
                 "reads the whole split, whatever the worker count"
             )
+        if self.precision == "fp16" and self.uses_autocast and self.zero_stage:
+            raise UsageError("fp16 with amp=autocast is DeepSpeed's ZeRO-0 path only; use amp=deepspeed with ZeRO")
         if self.zero_stage == 3 and self.compile:
             raise UsageError("compile=true is not supported with zero_stage=3 (parameters are partitioned)")
         if self.dataset in ("cifar10", "cifar100", "imagefolder") and not self.data_dir:

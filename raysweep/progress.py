@@ -9,9 +9,11 @@ end) and a heartbeat at most every ``heartbeat_s`` seconds, so a log stays reada
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -20,7 +22,7 @@ from ray.tune import Callback
 # Tune's trial statuses, grouped into what a person watching a sweep cares about.
 RUNNING_STATES = ("RUNNING", "PAUSED")
 METRICS_EVERY_S = 5.0
-CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]|\x1b\[[0-9;?]*[A-Za-z]")
+CONTROL_CHARS = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x1f\x7f]")  # escape sequences whole, then any C0
 
 
 @dataclass
@@ -73,7 +75,7 @@ def status_line(counts: SweepCounts, elapsed_s: float) -> str:
 
 def plain(text: str) -> str:
     """One printable line: an error message may carry newlines or a colour code."""
-    return CONTROL_CHARS.sub(" ", text).strip()
+    return " ".join(CONTROL_CHARS.sub(" ", text).split())
 
 
 def trial_label(trial) -> str:
@@ -84,20 +86,19 @@ def trial_label(trial) -> str:
     )
 
 
-def reached_last_epoch(trial) -> bool:
+def reached_last_epoch(last: dict) -> bool:
     """A trial Tune ended normally is completed if it reached its last epoch (the recorder's rule).
 
     One with no result at all was finished before a resume and skipped by its driver.
     """
-    last = trial.last_result or {}
     return "final" not in last or bool(last["final"])
 
 
-def trial_state(trial, known: dict[str, str]) -> str:
+def trial_state(trial, last: dict, known: dict[str, str]) -> str:
     """completed, failed, running or pending.  ``known`` holds what the callbacks just saw: Tune
     calls them before it updates the trial's status."""
     if trial.status == "TERMINATED":
-        return "completed" if reached_last_epoch(trial) else "failed"
+        return "completed" if reached_last_epoch(last) else "failed"
     if trial.status == "ERROR":
         return "failed"
     if trial.trial_id in known:
@@ -105,12 +106,16 @@ def trial_state(trial, known: dict[str, str]) -> str:
     return "running" if trial.status in RUNNING_STATES else "pending"
 
 
-def count_trials(trials: list, total: int, known: dict[str, str] | None = None) -> SweepCounts:
+def count_trials(
+    trials: list, total: int, known: dict[str, str] | None = None, results: dict[str, dict] | None = None
+) -> SweepCounts:
+    """Trials by state, best throughput and the share of work done.  ``known`` and ``results`` are
+    the states and last results the callbacks saw, newer than the Trial objects during a callback."""
     counts = SweepCounts(total=max(total, len(trials)))
     progress = 0.0
     for trial in trials:
-        last = trial.last_result or {}
-        state = trial_state(trial, known or {})
+        last = (results or {}).get(trial.trial_id) or trial.last_result or {}
+        state = trial_state(trial, last, known or {})
         if state in ("completed", "failed"):
             progress += 1
             setattr(counts, state, getattr(counts, state) + 1)
@@ -142,6 +147,7 @@ class ProgressCallback(Callback):
         heartbeat_s: float = 30.0,
         redraw_s: float = 1.0,
         metrics: SweepMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.sweep = sweep
         self.total = total
@@ -149,11 +155,13 @@ class ProgressCallback(Callback):
         self.heartbeat_s = heartbeat_s
         self.redraw_s = redraw_s
         self.metrics = metrics
+        self.clock = clock
         self.started: float | None = None
         self.last_print = 0.0
         self.last_publish = 0.0
         self.drawn = False  # a TTY status line is on screen, waiting to be replaced
         self.known: dict[str, str] = {}
+        self.results: dict[str, dict] = {}
         self.stream: TextIO | None = None
 
     def setup(self, **info) -> None:
@@ -163,7 +171,7 @@ class ProgressCallback(Callback):
         self.stream = stream or sys.stdout
         if self.tty is None:
             self.tty = self.stream.isatty()
-        self.started = time.monotonic() if now is None else now
+        self.started = self.clock() if now is None else now
         if self.metrics:
             self.metrics.start(self.sweep)
 
@@ -175,13 +183,15 @@ class ProgressCallback(Callback):
     def on_trial_result(self, iteration, trials, trial, result, **info):
         if "epoch" not in result:
             return
+        self.results[trial.trial_id] = {k: result[k] for k in ("epoch", "throughput", "final") if k in result}
         epochs = trial.config.get("params", {}).get("epochs", "?")
         throughput = result.get("throughput")
         rate = f", {throughput:.1f} samples/s" if isinstance(throughput, (int, float)) else ""
         self.event(trials, f"trial {trial.trial_id} epoch {result['epoch'] + 1}/{epochs}{rate}")
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        state = self.known[trial.trial_id] = "completed" if reached_last_epoch(trial) else "failed"
+        last = self.results.get(trial.trial_id) or trial.last_result or {}
+        state = self.known[trial.trial_id] = "completed" if reached_last_epoch(last) else "failed"
         self.event(trials, f"trial {trial.trial_id} {state if state == 'completed' else 'ended before its last epoch'}")
 
     def on_trial_error(self, iteration, trials, trial, **info):
@@ -199,7 +209,7 @@ class ProgressCallback(Callback):
 
     def event(self, trials: list, message: str, now: float | None = None) -> None:
         self.ensure_started()
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         counts = self.update(trials, now)
         line = f"{self.prefix(now)} {plain(message)}"
         if self.tty:
@@ -212,7 +222,7 @@ class ProgressCallback(Callback):
 
     def tick(self, trials: list, now: float | None = None) -> None:
         self.ensure_started()
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         if now - self.last_print < (self.redraw_s if self.tty else self.heartbeat_s):
             if self.metrics and now - self.last_publish >= METRICS_EVERY_S:
                 self.update(trials, now)  # the gauges move even while the log stays quiet
@@ -229,7 +239,7 @@ class ProgressCallback(Callback):
         self.drawn = True
 
     def update(self, trials: list, now: float) -> SweepCounts:
-        counts = count_trials(trials, self.total, self.known)
+        counts = count_trials(trials, self.total, self.known, self.results)
         if self.metrics:
             self.metrics.publish(counts)
             self.last_publish = now
@@ -324,3 +334,9 @@ def watch_hints(sweep_root) -> list[str]:
     if urls:
         lines.append(f"Prometheus metrics: {' '.join(urls)} (raysweep_* series)")
     return lines
+
+
+def plain_log_output() -> None:
+    """On a plain log, Ray's forwarded worker lines come without colour codes too."""
+    if not sys.stdout.isatty():
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # read by Ray as it prints each line

@@ -26,6 +26,7 @@ TRIALS = pa.schema(
         ("image_size", pa.int32()),
         ("device", pa.string()),
         ("precision", pa.string()),
+        ("amp", pa.string()),
         ("engine", pa.string()),
         ("zero_stage", pa.int32()),
         ("optimizer", pa.string()),

@@ -10,12 +10,13 @@ import time
 
 import ray
 from ray import tune
+from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from raysweep import cluster
 from raysweep.cluster import DRIVER_CPU, Capacity
 from raysweep.params import TrialParams
 from raysweep.plan import format_table, plan_trials, trial_table
-from raysweep.progress import ProgressCallback, SweepMetrics, watch_hints
+from raysweep.progress import ProgressCallback, SweepMetrics, plain_log_output, watch_hints
 from raysweep.recorder import ResultTablesCallback
 from raysweep.scheduler import FitScheduler
 from raysweep.space import SearchSpace
@@ -126,6 +127,7 @@ def connect(args: argparse.Namespace, address: str | None, trials: list[TrialPar
         cluster.join(address)
     else:
         cluster.start_local(cluster.local_num_cpus(trials), args.dashboard_host, dashboard=not args.no_dashboard)
+    plain_log_output()
     url = cluster.dashboard_url()
     print(f"Ray dashboard: {url}" if url else "Ray dashboard: not available on this cluster")
 
@@ -135,6 +137,8 @@ def watch_callbacks(args: argparse.Namespace, sweep: str, store: ResultStore, to
     return [
         ProgressCallback(sweep, total, metrics=SweepMetrics()),
         TensorBoardCallback(store.root),
+        CSVLoggerCallback(),  # Tune's own per-trial files in _tune/; its TensorBoard files are off (below)
+        JsonLoggerCallback(),
         *tracker_callbacks(getattr(args, "log_to", []), sweep, store.root),
     ]
 
@@ -142,6 +146,8 @@ def watch_callbacks(args: argparse.Namespace, sweep: str, store: ResultStore, to
 def fit_and_summarise(tuner: tune.Tuner, store: ResultStore, args: argparse.Namespace) -> int:
     # Tune's experiment state is what a resume starts from: keep it at most a second old.
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
+    # TensorBoardCallback writes the sweep's runs; Tune's automatic one would add duplicates under _tune/.
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     started = time.time()
     tuner.fit()
     statuses = print_summary(store, time.time() - started)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ray.tune.logger import TBXLoggerCallback
+from ray.tune.logger import LoggerCallback
 
 from raysweep.params import TrialParams
 
@@ -43,7 +43,7 @@ def run_name(trial_id: str, params: TrialParams) -> str:
     defaults = TrialParams()
     for key, prefix in EXTRA_NAME_PARAMS.items():
         value = getattr(params, key)
-        if value != getattr(defaults, key):
+        if value != getattr(defaults, key) and not (key == "precision" and value == "fp32"):  # auto on CPU
             parts.append(f"{prefix}{value}".lower().replace("_", "").replace(",", "+").replace("/", "+"))
     return "-".join(parts)
 
@@ -52,29 +52,35 @@ def finite(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-class TensorBoardCallback(TBXLoggerCallback):
-    """A ``TBXLoggerCallback`` so that Tune adds none of its own: that one would write a second run
-    per trial under ``_tune/`` with every nested result flattened, cluttering the same logdir."""
+class TensorBoardCallback(LoggerCallback):
+    """Writes the sweep's TensorBoard runs.  The sweep turns off Tune's own TBXLoggerCallback
+    (TUNE_DISABLE_AUTO_CALLBACK_LOGGERS): it would write a second run per trial under ``_tune/``,
+    every nested result flattened, into the same logdir, and print a logdir that holds neither."""
 
     def __init__(self, sweep_root: Path):
-        super().__init__()
         self.root = Path(sweep_root) / "tensorboard"
+        self.writers: dict = {}  # trial_id -> SummaryWriter
+
+    def writer_for(self, logdir: Path):
+        from tensorboardX import SummaryWriter
+
+        return SummaryWriter(str(logdir), flush_secs=10)
 
     def log_trial_start(self, trial) -> None:
-        if trial in self._trial_writer:
-            self._trial_writer[trial].close()
+        if trial.trial_id in self.writers:
+            self.writers[trial.trial_id].close()
         params = TrialParams.from_dict(trial.config["params"])
-        writer = self._summary_writer_cls(str(self.root / run_name(trial.trial_id, params)), flush_secs=10)
+        writer = self.writer_for(self.root / run_name(trial.trial_id, params))
         writer.add_text("params", "\n".join(f"    {k}: {v}" for k, v in sorted(params.to_dict().items())), 0)
-        self._trial_writer[trial] = writer
+        self.writers[trial.trial_id] = writer
 
     def log_trial_result(self, iteration: int, trial, result: dict) -> None:
         row = result.get("epoch_row")
         if not row:
             return
-        if trial not in self._trial_writer:
+        if trial.trial_id not in self.writers:
             self.log_trial_start(trial)
-        writer, step = self._trial_writer[trial], row["epoch"]
+        writer, step = self.writers[trial.trial_id], row["epoch"]
         for tag, column in EPOCH_SCALARS.items():
             if finite(row.get(column)):
                 writer.add_scalar(tag, row[column], global_step=step)
@@ -85,11 +91,11 @@ class TensorBoardCallback(TBXLoggerCallback):
         writer.flush()  # an epoch is rare and a person may be watching: show it now
 
     def log_trial_end(self, trial, failed: bool = False) -> None:
-        writer = self._trial_writer.pop(trial, None)
+        writer = self.writers.pop(trial.trial_id, None)
         if writer is not None:
             writer.close()
-        self._trial_result.pop(trial, None)
 
     def on_experiment_end(self, trials, **info) -> None:
-        for trial in list(self._trial_writer):
-            self.log_trial_end(trial)
+        for writer in self.writers.values():
+            writer.close()
+        self.writers.clear()

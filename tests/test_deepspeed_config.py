@@ -28,13 +28,24 @@ def deepspeed_config_class(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("precision", "bf16", "fp16"), [("fp32", False, False), ("bf16", True, False), ("fp16", False, True)]
+    ("precision", "amp", "autocast", "bf16", "fp16"),
+    [
+        ("fp32", "auto", False, False, False),
+        ("bf16", "auto", True, False, False),
+        ("bf16", "deepspeed", False, True, False),
+        ("fp16", "auto", False, False, True),
+        ("fp16", "autocast", True, False, False),
+    ],
 )
-def test_precision_switches_exactly_one_mode(precision, bf16, fp16):
-    config = build_deepspeed_config(params(precision=precision))
+def test_precision_switches_exactly_one_mode(precision, amp, autocast, bf16, fp16):
+    """bf16 runs under torch autocast over fp32 weights by default; fp16 uses DeepSpeed's loss-scaling engine."""
+    config = build_deepspeed_config(params(precision=precision, amp=amp))
+    assert config["torch_autocast"]["enabled"] is autocast
     assert config["bf16"]["enabled"] is bf16
     assert config["fp16"]["enabled"] is fp16
     assert config["fp16"]["loss_scale"] == 0  # dynamic loss scaling when fp16 is on
+    if autocast:
+        assert config["torch_autocast"]["dtype"] == {"bf16": "bfloat16", "fp16": "float16"}[precision]
 
 
 @pytest.mark.parametrize("stage", [0, 1, 2, 3])
@@ -73,7 +84,8 @@ def test_deepspeed_accepts_the_config(deepspeed_config_class, precision, stage, 
     assert ds.train_micro_batch_size_per_gpu == micro
     assert ds.gradient_accumulation_steps == accum
     assert ds.zero_optimization_stage == stage
-    assert ds.bfloat16_config.enabled is (precision == "bf16")
+    assert ds.torch_autocast_enabled is (precision == "bf16")  # amp=auto: autocast for bf16
+    assert ds.bfloat16_config.enabled is False
     assert ds.float16_config.enabled is (precision == "fp16")
 
 

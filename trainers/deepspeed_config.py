@@ -8,6 +8,7 @@ from raysweep.params import TrialParams
 
 # Large enough that DeepSpeed's own per-step logging never fires during a trial.
 QUIET_STEPS = 10**9
+AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 # Gradients are clipped to this global norm by both engines (DDPEngine applies it itself), so the
 # engine space compares the same arithmetic; stated rather than left to DeepSpeed's default (1.0 in 0.19).
 GRAD_CLIP_NORM = 1.0
@@ -19,8 +20,15 @@ def build_deepspeed_config(params: TrialParams) -> dict[str, Any]:
         "train_batch_size": params.train_batch_size,
         "train_micro_batch_size_per_gpu": params.effective_micro_batch,
         "gradient_accumulation_steps": params.grad_accum_steps,
-        "bf16": {"enabled": params.precision == "bf16"},
-        "fp16": {"enabled": params.precision == "fp16", "loss_scale": 0, "initial_scale_power": 16},
+        # Either torch autocast over fp32 weights (fused fp32 optimizer, as plain PyTorch AMP) or
+        # DeepSpeed's own low-precision engine (bf16/fp16 weights, fp16 with dynamic loss scaling).
+        "torch_autocast": {"enabled": params.uses_autocast, "dtype": AUTOCAST_DTYPES.get(params.precision, "bfloat16")},
+        "bf16": {"enabled": params.precision == "bf16" and not params.uses_autocast},
+        "fp16": {
+            "enabled": params.precision == "fp16" and not params.uses_autocast,
+            "loss_scale": 0,
+            "initial_scale_power": 16,
+        },
         "zero_optimization": {
             "stage": params.zero_stage,
             # Overlap the gradient reduction with the backward pass, in buckets.

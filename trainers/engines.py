@@ -97,5 +97,5 @@ def build_engine(params: TrialParams, model: torch.nn.Module, device: torch.devi
     engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=build_deepspeed_config(params))
     if params.compile:
         engine.compile()
-    engine.input_dtype = DTYPES[params.precision]
+    engine.input_dtype = torch.float32 if params.uses_autocast else DTYPES[params.precision]
     return engine

@@ -1,0 +1,178 @@
+"""The terminal progress view and sweep gauges, driven by fake trials (no Ray started)."""
+
+from __future__ import annotations
+
+import io
+import re
+from types import SimpleNamespace
+
+import ray.cloudpickle as cloudpickle
+
+from raysweep.params import TrialParams
+from raysweep.progress import (
+    ProgressCallback,
+    SweepCounts,
+    SweepMetrics,
+    count_trials,
+    estimate_remaining,
+    format_duration,
+    status_line,
+)
+from raysweep.tensorboard_logger import run_name
+
+# Anything a plain log must not hold: C0 controls but newline, DEL, and escape sequences.
+CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+
+
+def fake_trial(trial_id: str, status: str, epoch: int | None = None, epochs: int = 2, throughput=None, final=None):
+    last = {}
+    if epoch is not None:
+        last = {"epoch": epoch, "throughput": throughput, "final": final if final is not None else epoch == epochs - 1}
+    params = {"num_workers": 2, "micro_batch_per_worker": 16, "grad_accum_steps": 1, "epochs": epochs}
+    return SimpleNamespace(trial_id=trial_id, status=status, config={"params": params}, last_result=last)
+
+
+# ---- ETA math ---------------------------------------------------------------------------------
+
+
+def test_estimate_remaining_extrapolates_the_pace_so_far():
+    assert estimate_remaining(60.0, 0.25) == 180.0  # a quarter done in a minute: three minutes left
+    assert estimate_remaining(60.0, 0.5) == 60.0
+    assert estimate_remaining(60.0, 1.0) == 0.0
+    assert estimate_remaining(60.0, 0.0) is None  # nothing done yet: no estimate, not infinity
+    assert estimate_remaining(0.0, 0.5) is None
+
+
+def test_format_duration():
+    assert format_duration(None) == "?"
+    assert format_duration(7.4) == "7s"
+    assert format_duration(125) == "2m05s"
+    assert format_duration(3 * 3600 + 4 * 60 + 59) == "3h04m"
+
+
+def test_done_fraction_counts_running_trials_by_epochs_done():
+    trials = [
+        fake_trial("a", "TERMINATED", epoch=1, throughput=100.0),  # completed: 1
+        fake_trial("b", "ERROR"),  # failed: 1
+        fake_trial("c", "RUNNING", epoch=0, epochs=4, throughput=250.0),  # 1 of 4 epochs: 0.25
+        fake_trial("d", "PENDING"),  # 0
+    ]
+    counts = count_trials(trials, total=5)  # one more trial not yet created by the searcher
+    assert (counts.completed, counts.failed, counts.running, counts.pending) == (1, 1, 1, 2)
+    assert counts.done_fraction == (1 + 1 + 0.25) / 5
+    assert counts.best_throughput == 250.0
+    line = status_line(counts, elapsed_s=90)
+    assert "2/5 done (1 completed, 1 failed), 1 running, 2 pending" in line
+    assert "best 250.0 samples/s" in line and "left ~1m50s" in line  # 90 s * (1 - 0.45) / 0.45
+
+
+def test_trial_ended_before_its_last_epoch_counts_as_failed():
+    counts = count_trials([fake_trial("a", "TERMINATED", epoch=0, final=False)], total=1)
+    assert (counts.completed, counts.failed) == (0, 1)
+
+
+def test_callback_knowledge_is_newer_than_trial_status():
+    """Tune calls on_trial_complete while the trial still says RUNNING."""
+    trial = fake_trial("a", "RUNNING", epoch=0)
+    view = ProgressCallback("s", total=1, tty=False)
+    view.start(io.StringIO(), now=0.0)
+    view.on_trial_result(0, [trial], trial, {"epoch": 1, "throughput": 80.0, "final": True})
+    view.on_trial_complete(0, [trial], trial)
+    assert "1/1 done (1 completed, 0 failed), 0 running, 0 pending | best 80.0" in view.stream.getvalue()
+
+
+# ---- plain log and terminal -------------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def drive(view: ProgressCallback) -> str:
+    """A short sweep: two trials, one fails with a colourful multi-line message, ticks every second."""
+    out, clock = io.StringIO(), FakeClock()
+    view.clock = clock
+    view.start(out)
+    a, b = fake_trial("a", "PENDING"), fake_trial("b", "PENDING")
+    trials = [a, b]
+    a.status = "RUNNING"
+    view.on_trial_start(0, trials, a)
+    for t in range(1, 40):
+        clock.now = float(t)
+        view.tick(trials)
+    clock.now = 45.0
+    view.on_trial_result(0, trials, a, {"epoch": 0, "throughput": 120.0, "final": False})
+    a.last_result = {"epoch": 0, "throughput": 120.0, "final": False}
+    view.on_trial_start(0, trials, b)
+    b.status = "RUNNING"
+    view.on_trial_error(0, trials, b)
+    b.status = "ERROR"
+    view.event(trials, "trial b failed: \x1b[31mRuntimeError\x1b[0m\nboom\r")
+    view.on_trial_result(0, trials, a, {"epoch": 1, "throughput": 130.0, "final": True})
+    view.on_trial_complete(0, trials, a)
+    a.status = "TERMINATED"
+    view.on_experiment_end(trials)
+    return out.getvalue()
+
+
+def test_plain_log_has_whole_lines_without_control_characters():
+    text = drive(ProgressCallback("sweep1", total=2, tty=False, heartbeat_s=30.0))
+    assert not CONTROL.search(text), repr(text)
+    assert "\x1b" not in text and "\r" not in text
+    lines = text.splitlines()
+    assert all(line.startswith("[sweep1 ") for line in lines)
+    assert any("trial a (w2 mb16 acc1) started" in line for line in lines)
+    assert any("trial b failed: RuntimeError boom" in line for line in lines)  # flattened, no ESC
+    assert "sweep finished | 2/2 done (1 completed, 1 failed), 0 running, 0 pending | best 130.0" in lines[-1]
+
+
+def test_plain_log_heartbeat_at_most_every_interval():
+    """39 one-second ticks between events: one heartbeat at 30 s, not 39 lines."""
+    text = drive(ProgressCallback("s", total=2, tty=False, heartbeat_s=30.0))
+    heartbeats = [line for line in text.splitlines() if line.startswith("[s 30s] 0/2 done")]
+    assert len(heartbeats) == 1
+    assert len(text.splitlines()) == 9  # 7 trial events, the heartbeat and the end
+
+
+def test_terminal_redraws_one_status_line_in_place():
+    text = drive(ProgressCallback("s", total=2, tty=True, heartbeat_s=30.0, redraw_s=1.0))
+    assert "\r\x1b[2K" in text  # the status line is replaced, not appended
+    assert text.endswith("\n")  # the cursor is left below the final status line
+    last_line = text.rsplit("\r\x1b[2K", 1)[-1]
+    assert last_line.startswith("2/2 done (1 completed, 1 failed)")
+
+
+def test_callback_pickles_without_its_stream():
+    """Tune pickles callbacks with the experiment (tuner.pkl); a resumed sweep unpickles them."""
+    view = ProgressCallback("s", total=3, tty=False, metrics=SweepMetrics())
+    view.start(io.StringIO(), now=0.0)
+    copy = cloudpickle.loads(cloudpickle.dumps(view))
+    assert copy.stream is None and copy.started is None and copy.total == 3
+
+
+class FakeGauge:
+    def __init__(self):
+        self.value = None
+
+    def set(self, value):
+        self.value = value
+
+
+def test_sweep_metrics_publish_every_state():
+    metrics = SweepMetrics()
+    names = ["trials_total", "trials_completed", "trials_failed", "trials_running", "trials_pending"]
+    metrics.gauges = {name: FakeGauge() for name in [*names, "best_samples_per_second"]}
+    metrics.publish(SweepCounts(total=5, completed=2, failed=1, running=1, best_throughput=42.0))
+    assert [metrics.gauges[n].value for n in names] == [5, 2, 1, 1, 1]
+    assert metrics.gauges["best_samples_per_second"].value == 42.0
+
+
+def test_tensorboard_run_named_by_parameters():
+    params = TrialParams.from_dict({"num_workers": 2, "micro_batch_per_worker": 64})
+    assert run_name("ab12_00003", params) == "ab12_00003-w2-mb64-acc1"
+    params = TrialParams.from_dict({"num_workers": 2, "micro_batch_per_worker": 64, "zero_stage": 2})
+    assert run_name("ab12_00003", params) == "ab12_00003-w2-mb64-acc1-z2"

@@ -95,6 +95,12 @@ def build_engine(params: TrialParams, model: torch.nn.Module, device: torch.devi
     import deepspeed
 
     engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=build_deepspeed_config(params))
+    # Without ZeRO or DeepSpeed's low-precision engine, DeepSpeed clips gradients with a helper that
+    # copies two host scalars to the device every step, and each copy waits for the whole queue of
+    # kernels. torch's foreach clipping computes the same norm and scale on the device alone.
+    engine.clip_fp32_gradients = lambda: torch.nn.utils.clip_grad_norm_(
+        engine.module.parameters(), engine.gradient_clipping(), foreach=True
+    )
     if params.compile:
         engine.compile()
     engine.input_dtype = torch.float32 if params.uses_autocast else DTYPES[params.precision]

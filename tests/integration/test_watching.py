@@ -41,7 +41,8 @@ class BackgroundSweep:
     def __init__(self, results: Path):
         self.results, self.log = results, results / "cli.log"
         results.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # The dashboard's modules may take longer than Ray's 30 s to start on a busy 2-core machine.
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": "180"}
         env.pop("RAY_ADDRESS", None)
         argv = [
             sys.executable, "-m", "raysweep.tune", "--space", "batch_grid", "--results-dir", str(results),
@@ -104,12 +105,14 @@ def get_text(url: str) -> str:
         return response.read().decode()
 
 
-def chromium(url: str, tmp: Path, *, dump_dom: bool = False, screenshot: Path | None = None) -> str:
+def chromium(
+    url: str, tmp: Path, *, dump_dom: bool = False, screenshot: Path | None = None, window: str = "1400,1000"
+) -> str:
     """Headless Chromium with nothing but the page: lets the page's scripts run for up to 10 s of virtual time."""
     argv = [
         str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-        f"--user-data-dir={tmp / 'chromium-profile'}", "--virtual-time-budget=10000", "--window-size=1400,1000",
+        f"--user-data-dir={tmp / 'chromium-profile'}", "--virtual-time-budget=10000", f"--window-size={window}",
     ]  # fmt: skip
     if screenshot:
         argv.append(f"--screenshot={screenshot}")
@@ -277,5 +280,5 @@ def test_report_page_loads_every_plot(sweep, tmp_path):
         assert int(img["data-decoded-width"]) == width, img.get("alt")
 
     page = tmp_path / "report.png"
-    chromium(html_path.as_uri(), tmp_path, screenshot=page)
+    chromium(html_path.as_uri(), tmp_path, screenshot=page, window="1400,2200")  # tall enough for the first plots
     keep_screenshot(page, "report.png")

@@ -126,6 +126,9 @@ def start_local(num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: boo
     import ray
 
     stop_orphaned_local_ray()
+    # On a small, busy machine the dashboard's modules can take longer than Ray's 30 s to come up,
+    # and then ray.init fails the whole sweep; give them time.
+    os.environ.setdefault("RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "180")
     ray.init(
         address="local",
         num_cpus=num_cpus,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
-import types
 
 import pytest
 import torch
@@ -12,42 +10,15 @@ import torch
 from raysweep.params import TrialParams
 from raysweep.space import SPACES_DIR
 from raysweep.tune import build_parser, main
+from tests.cli_helpers import no_sweep_starts, table_rows  # noqa: F401
+from tests.cli_helpers import run_main as run_cli
 
 HAS_GPU = torch.cuda.device_count() > 0
-
-
-@pytest.fixture(autouse=True)
-def no_sweep_starts(monkeypatch):
-    """Tripwire: a test here must never start Ray; reaching ``run_sweep`` fails the test instead."""
-
-    def run_sweep(*args, **kwargs):
-        raise AssertionError("reached run_sweep: this command would have started Ray")
-
-    monkeypatch.setitem(sys.modules, "raysweep.sweep", types.SimpleNamespace(run_sweep=run_sweep))
 
 
 @pytest.fixture
 def results(tmp_path):
     return tmp_path / "results"
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def table_rows(out: str) -> list[dict[str, str]]:
-    """The dry run's trial table as dicts (the last column, 'needs', contains spaces)."""
-    lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("#  "))
-    header = lines[start].split()
-    rows = []
-    for line in lines[start + 2 :]:
-        if not line[:1].isdigit() or " trials; dry run" in line:
-            break
-        rows.append(dict(zip(header, line.split(maxsplit=len(header) - 1))))
-    return rows
 
 
 # ---- help and listings ------------------------------------------------------------------------

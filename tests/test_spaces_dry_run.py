@@ -3,15 +3,14 @@ is dropped, the GPU-only skip, and combinations a space could be pushed into tha
 
 from __future__ import annotations
 
-import sys
-import types
 from pathlib import Path
 
 import pytest
 import torch
 
 from raysweep.space import SPACES_DIR
-from raysweep.tune import main
+from tests.cli_helpers import no_sweep_starts, table_rows  # noqa: F401
+from tests.cli_helpers import run_main as dry_run
 
 SPACES = sorted(p.stem for p in SPACES_DIR.glob("*.yaml"))
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -30,35 +29,6 @@ PLANNED_ON_8_GPUS = {
     "weak_scaling": 4,
     "zero_stages": 4,
 }
-
-
-@pytest.fixture(autouse=True)
-def no_sweep_starts(monkeypatch):
-    """Tripwire: a dry run must never start Ray; reaching ``run_sweep`` fails the test instead."""
-
-    def run_sweep(*args, **kwargs):
-        raise AssertionError("reached run_sweep: this command would have started Ray")
-
-    monkeypatch.setitem(sys.modules, "raysweep.sweep", types.SimpleNamespace(run_sweep=run_sweep))
-
-
-def dry_run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def table_rows(out: str) -> list[dict[str, str]]:
-    """The dry run's trial table as dicts (the last column, 'needs', contains spaces)."""
-    lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("#  "))
-    header = lines[start].split()
-    rows = []
-    for line in lines[start + 2 :]:
-        if not line[:1].isdigit() or " trials; dry run" in line:
-            break
-        rows.append(dict(zip(header, line.split(maxsplit=len(header) - 1))))
-    return rows
 
 
 def test_every_bundled_space_is_expected_here_and_in_the_readme():

@@ -68,8 +68,12 @@ def trial_table(trials: list[TrialParams], columns: list[str] | None = None) -> 
         "engine",
         "zero_stage",
         "placement_strategy",
-        "needs",
     ]
+    # Whatever else the space varies (slow_ranks, optimizer, lr, ...) gets a column too.
+    varying = [
+        f for f in TrialParams.field_names() if f not in columns and len({str(getattr(t, f)) for t in trials}) > 1
+    ]
+    columns = [*columns, *varying, "needs"]
     rows = []
     for i, t in enumerate(trials):
         values = {
@@ -78,7 +82,7 @@ def trial_table(trials: list[TrialParams], columns: list[str] | None = None) -> 
             "global_batch": t.train_batch_size,
             "needs": Demand.of(t).describe(),
         }
-        rows.append([str(i)] + [str(values[c]) for c in columns])
+        rows.append([str(i)] + [str(values[c]) or "-" for c in columns])
     return format_table(["#"] + columns, rows)
 
 

@@ -90,3 +90,15 @@ def test_trials_run_concurrently_as_far_as_they_fit(three_nodes, tmp_path):
     assert max(r["started_at"] for r in small) < min(r["finished_at"] for r in small)
     spread = next(r for r in rows if r["placement_strategy"] == "STRICT_SPREAD")
     assert spread["num_nodes"] == 2 and len(set(spread["node_ids"])) == 2
+
+
+def test_placement_space_packs_on_one_node_and_spreads_over_two(three_nodes, tmp_path):
+    """The bundled placement space, shrunk to 2 ranks: STRICT_PACK lands on one node, STRICT_SPREAD on two."""
+    proc = run_cli("--space", "placement", "--address", three_nodes.address, "--results-dir", str(tmp_path),
+                   "--name", "placement", "--set", "num_workers=[2]", "--set", "micro_batch_per_worker=8",
+                   "--set", "train_samples=64", "--epochs", "1", "--no-report", timeout=900)  # fmt: skip
+    assert proc.returncode == 0, explain(proc)
+    rows = {r["placement_strategy"]: r for r in table(tmp_path / "placement", "trials").to_pylist()}
+    assert set(rows) == {"STRICT_PACK", "STRICT_SPREAD"}
+    assert all(r["status"] == "completed" for r in rows.values())
+    assert rows["STRICT_PACK"]["num_nodes"] == 1 and rows["STRICT_SPREAD"]["num_nodes"] == 2

@@ -74,28 +74,20 @@ class Capacity:
             return all(free[node][k] + EPS >= v * times for k, v in need.items())
 
         placed: list[str] = []
-        if demand.strategy == "STRICT_PACK":
-            node = next((n for n in free if fits(n, demand.ranks)), None)
-            placed = [node] * demand.ranks if node else []
-        elif demand.strategy == "STRICT_SPREAD":
-            placed = [n for n in free if fits(n)][: demand.ranks]
-        else:  # PACK and SPREAD are best effort: any nodes will do
-            for _ in range(demand.ranks):
-                node = max((n for n in free if fits(n)), key=lambda n: free[n]["CPU"], default=None)
-                if node is None:
-                    return None
-                free[node]["CPU"] -= need["CPU"]
-                free[node]["GPU"] -= need["GPU"]
-                placed.append(node)
-            for node in placed:
-                free[node]["CPU"] += need["CPU"]
-                free[node]["GPU"] += need["GPU"]
-        if len(placed) != demand.ranks:
-            return None
-        for node in placed:
-            free[node]["CPU"] -= need["CPU"]
+        for _ in range(demand.ranks):
+            if demand.strategy == "STRICT_PACK":  # every rank on the first node that holds them all
+                options = placed[:1] or [n for n in free if fits(n, demand.ranks)][:1]
+            elif demand.strategy == "STRICT_SPREAD":  # one rank per node, nodes in order
+                options = [n for n in free if n not in placed and fits(n)][:1]
+            else:  # PACK and SPREAD are best effort: the node with the most CPUs left
+                options = sorted((n for n in free if fits(n)), key=lambda n: -free[n]["CPU"])[:1]
+            if not options:
+                return None
+            free[options[0]]["CPU"] -= need["CPU"]
+            free[options[0]]["GPU"] -= need["GPU"]
+            placed.append(options[0])
         driver = next((n for n in free if free[n]["CPU"] + EPS >= DRIVER_CPU), None)
-        return None if driver is None else placed + [driver]
+        return None if driver is None else [*placed, driver]
 
     def reserve(self, demand: Demand) -> list[str] | None:
         """Take the trial's resources if they fit now; returns the nodes used (ranks, then driver)."""
@@ -205,8 +197,5 @@ def stop_orphaned_local_ray() -> None:
 def dashboard_url() -> str | None:
     import ray
 
-    url = ray.get_runtime_context().dashboard_url if hasattr(ray.get_runtime_context(), "dashboard_url") else None
-    if url is None:
-        ctx = ray._private.worker.global_worker.node
-        url = getattr(ctx, "webui_url", None)
+    url = getattr(ray._private.worker.global_worker.node, "webui_url", None)
     return f"http://{url}" if url and not url.startswith("http") else url

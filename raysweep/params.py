@@ -127,6 +127,13 @@ class TrialParams:
         return self.amp == "autocast" or (self.amp == "auto" and self.precision == "bf16")
 
     @property
+    def amp_mode(self) -> str:
+        """What runs the low precision: none (fp32), autocast, or deepspeed (its bf16/fp16 engine)."""
+        if self.precision not in ("bf16", "fp16"):
+            return "none"
+        return "autocast" if self.uses_autocast or self.engine == "ddp" else "deepspeed"
+
+    @property
     def learning_rate(self) -> float:
         if self.lr > 0:
             return self.lr

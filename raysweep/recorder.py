@@ -27,7 +27,7 @@ def params_columns(params: TrialParams) -> dict:
         "image_size": params.image_size,
         "device": params.device,
         "precision": params.precision,
-        "amp": ("autocast" if params.uses_autocast else "deepspeed") if params.precision != "fp32" else "none",
+        "amp": params.amp_mode,
         "engine": params.engine,
         "zero_stage": params.zero_stage,
         "optimizer": params.optimizer,

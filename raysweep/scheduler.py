@@ -52,31 +52,32 @@ class FitScheduler(Searcher):
         return None
 
     def get_state(self) -> dict:
-        return {"pending": self.pending, "running": self.running, "capacity": self.capacity}
+        """What a restarted sweep needs: the trials not yet started, and what each running one holds."""
+        return {"pending": self.pending, "running": {t: demand for t, (demand, _) in self.running.items()}}
 
     def set_state(self, state: dict) -> None:
-        self.pending, self.running, self.capacity = state["pending"], state["running"], state["capacity"]
+        """Continue from ``get_state`` on ``self.capacity``, the cluster there is now (node ids may differ).
 
-    def save(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "wb") as f:
-            pickle.dump({"pending": self.pending, "running": {t: d for t, (d, _) in self.running.items()}}, f)
-
-    def restore(self, checkpoint_path: str) -> None:
-        """Continue an interrupted sweep on the cluster there is now (node ids differ after a restart).
-
-        Trials that were running are re-run by Tune itself, so they keep a reservation; a
+        Trials that were running are re-run by Tune itself, so they hold a reservation again; a
         pending trial whose configuration already has a finished row (it finished after Tune's
         last experiment checkpoint) is not run again.
         """
-        with open(checkpoint_path, "rb") as f:
-            state = pickle.load(f)
-        self.capacity = Capacity.of_cluster()
         self.running = {}
         for trial_id, demand in state["running"].items():
             placed = self.capacity.reserve(demand)
             if placed is not None:
                 self.running[trial_id] = (demand, placed)
         self.pending = drop_finished(state["pending"], self.finished_params)
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump(self.get_state(), f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as f:
+            state = pickle.load(f)
+        self.capacity = Capacity.of_cluster()
+        self.set_state(state)
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         if trial_id in self.running:

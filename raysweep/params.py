@@ -19,7 +19,9 @@ PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 DEVICES = ("auto", "cpu", "gpu")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 OPTIMIZERS = ("adamw", "sgd", "lamb")
-ENGINES = ("deepspeed", "ddp")
+ENGINES = ("deepspeed", "ddp", "fsdp")
+LR_SCHEDULES = ("constant", "cosine")
+DECODERS = ("auto", "cpu", "gpu")
 AMPS = ("auto", "autocast", "deepspeed")
 DATA_SCALINGS = ("fixed", "per_worker")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -74,7 +76,19 @@ class TrialParams:
             "auto (autocast for bf16, deepspeed for fp16)"
         },
     )
-    engine: str = field(default="deepspeed", metadata={"doc": "deepspeed | ddp (Ray Train's prepare_model)"})
+    engine: str = field(
+        default="deepspeed", metadata={"doc": "deepspeed | ddp (Ray Train's prepare_model) | fsdp (PyTorch FSDP2)"}
+    )
+    reshard_after_forward: bool = field(
+        default=True, metadata={"doc": "engine=fsdp: free the gathered parameters after forward (FSDP2)"}
+    )
+    sequence_parallel: int = field(
+        default=1,
+        metadata={
+            "doc": "ranks that split each image's patch tokens (DeepSpeed-Ulysses); num_workers = data-parallel "
+            "ranks x sequence_parallel"
+        },
+    )
     zero_stage: int = field(
         default=0, metadata={"doc": "DeepSpeed ZeRO stage 0-3 (engine=deepspeed; not with optimizer=lamb)"}
     )
@@ -83,6 +97,13 @@ class TrialParams:
         default=0.0, metadata={"doc": "learning rate; 0 = the optimizer's scaling rule for the global batch"}
     )
     weight_decay: float = field(default=0.05, metadata={"doc": "decoupled weight decay"})
+    lr_schedule: str = field(
+        default="cosine",
+        metadata={"doc": "constant | cosine (linear warm-up, then cosine decay to 0 over the trial's steps)"},
+    )
+    lr_warmup: float = field(
+        default=0.05, metadata={"doc": "share of the trial's optimizer steps in linear learning-rate warm-up"}
+    )
     compile: bool = field(default=False, metadata={"doc": "torch.compile the model inside the engine"})
     slow_ranks: str = field(
         default="", metadata={"doc": "comma-separated ranks made artificially slower, e.g. '0' or '1,3'"}
@@ -91,7 +112,37 @@ class TrialParams:
         default=0.3, metadata={"doc": "extra compute of each slow rank, as a fraction of a step's (0.3 = 30% slower)"}
     )
     max_steps_per_epoch: int = field(default=0, metadata={"doc": "cap on optimizer steps per epoch; 0 = none"})
-    warmup_steps: int = field(default=2, metadata={"doc": "optimizer steps per trial left out of the timing"})
+    warmup_steps: int = field(
+        default=2, metadata={"doc": "optimizer steps left out of the timing after each worker-group start"}
+    )
+    measure_wait: bool = field(
+        default=False,
+        metadata={"doc": "time each rank's wait for the others before the gradient sync (on when slow_ranks is set)"},
+    )
+    profile_steps: int = field(
+        default=3,
+        metadata={"doc": "steps profiled after the timed ones for comm_kernel_ms and comm_overlap; 0 = none"},
+    )
+    peak_tflops: float = field(
+        default=0.0, metadata={"doc": "dense peak TFLOP/s per rank for mfu; 0 = from the table of known devices"}
+    )
+    memory_budget_gib: float = field(
+        default=0.0,
+        metadata={"doc": "CPU ranks: resident memory above this many GiB counts as out of memory; 0 = none"},
+    )
+    crop_scale_min: float = field(
+        default=0.08, metadata={"doc": "imagefolder: RandomResizedCrop's smallest area share"}
+    )
+    crop_ratio_min: float = field(default=0.75, metadata={"doc": "imagefolder: RandomResizedCrop's lowest aspect"})
+    crop_ratio_max: float = field(default=4 / 3, metadata={"doc": "imagefolder: RandomResizedCrop's highest aspect"})
+    flip: bool = field(default=True, metadata={"doc": "random horizontal flip of training images"})
+    in_chans: int = field(default=3, metadata={"doc": "image channels the model takes (1 = grayscale, 3 = RGB)"})
+    decode: str = field(
+        default="auto", metadata={"doc": "imagefolder JPEG decode: auto (gpu on GPU ranks) | cpu | gpu"}
+    )
+    loader_workers: int = field(
+        default=0, metadata={"doc": "imagefolder decode processes per rank; 0 = from the rank's CPUs"}
+    )
     seed: int = field(default=0, metadata={"doc": "seed for data order and weights"})
     checkpoint_every: int = field(
         default=1, metadata={"doc": "checkpoint the engine every N epochs (trials of more than one epoch); 0 = never"}
@@ -105,15 +156,20 @@ class TrialParams:
 
     # ---- derived values -------------------------------------------------------------
     @property
+    def data_parallel_size(self) -> int:
+        """Replicas that split the batch: ranks over the sequence-parallel degree."""
+        return self.num_workers // self.sequence_parallel
+
+    @property
     def effective_micro_batch(self) -> int:
         if self.global_batch > 0:
-            return self.global_batch // (self.grad_accum_steps * self.num_workers)
+            return self.global_batch // (self.grad_accum_steps * self.data_parallel_size)
         return self.micro_batch_per_worker
 
     @property
     def train_batch_size(self) -> int:
-        """DeepSpeed's ``train_batch_size``: micro batch x accumulation x ranks."""
-        return self.effective_micro_batch * self.grad_accum_steps * self.num_workers
+        """DeepSpeed's ``train_batch_size``: micro batch x accumulation x data-parallel replicas."""
+        return self.effective_micro_batch * self.grad_accum_steps * self.data_parallel_size
 
     @property
     def slow_rank_list(self) -> list[int]:
@@ -178,28 +234,55 @@ class TrialParams:
         choose("optimizer", self.optimizer, OPTIMIZERS)
         choose("engine", self.engine, ENGINES)
         choose("amp", self.amp, AMPS)
+        choose("lr_schedule", self.lr_schedule, LR_SCHEDULES)
+        choose("decode", self.decode, DECODERS)
+        choose("in_chans", self.in_chans, (1, 3))
         choose("data_scaling", self.data_scaling, DATA_SCALINGS)
         choose("zero_stage", self.zero_stage, ZERO_STAGES)
-        for name in ("epochs", "micro_batch_per_worker", "grad_accum_steps", "num_workers"):
+        for name in ("epochs", "micro_batch_per_worker", "grad_accum_steps", "num_workers", "sequence_parallel"):
             positive(name, getattr(self, name))
-        for name in ("image_size", "train_samples", "global_batch", "max_steps_per_epoch", "warmup_steps", "seed"):
+        for name in (
+            "image_size",
+            "train_samples",
+            "global_batch",
+            "max_steps_per_epoch",
+            "warmup_steps",
+            "seed",
+            "profile_steps",
+            "loader_workers",
+        ):
             if getattr(self, name) < 0:
                 raise UsageError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.cpus_per_worker <= 0:
             raise UsageError(f"cpus_per_worker must be > 0, got {self.cpus_per_worker}")
-        if self.lr < 0 or self.weight_decay < 0 or self.slow_factor < 0:
-            raise UsageError("lr, weight_decay and slow_factor must be >= 0")
+        for name in ("lr", "weight_decay", "slow_factor", "peak_tflops", "memory_budget_gib"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0 <= self.lr_warmup < 1:
+            raise UsageError(f"lr_warmup must be a share of the steps in [0, 1), got {self.lr_warmup}")
+        if not 0 < self.crop_scale_min <= 1:
+            raise UsageError(f"crop_scale_min must be in (0, 1], got {self.crop_scale_min}")
+        if not 0 < self.crop_ratio_min <= self.crop_ratio_max:
+            raise UsageError(
+                f"crop_ratio_min={self.crop_ratio_min} and crop_ratio_max={self.crop_ratio_max} need "
+                "0 < crop_ratio_min <= crop_ratio_max"
+            )
+        if self.num_workers % self.sequence_parallel:
+            raise UsageError(
+                f"num_workers={self.num_workers} is not a multiple of sequence_parallel={self.sequence_parallel}; "
+                f"use num_workers = data-parallel ranks x {self.sequence_parallel}"
+            )
         if self.checkpoint_every < 0:
             raise UsageError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         if self.inject_fault:
             from trainers.faults import parse_fault
 
             parse_fault(self.inject_fault)
-        if self.global_batch > 0 and self.global_batch % (self.grad_accum_steps * self.num_workers):
+        if self.global_batch > 0 and self.global_batch % (self.grad_accum_steps * self.data_parallel_size):
             raise UsageError(
-                f"global_batch={self.global_batch} is not divisible by grad_accum_steps x num_workers "
-                f"= {self.grad_accum_steps} x {self.num_workers}; pick a multiple of "
-                f"{self.grad_accum_steps * self.num_workers}"
+                f"global_batch={self.global_batch} is not divisible by grad_accum_steps x data-parallel ranks "
+                f"= {self.grad_accum_steps} x {self.data_parallel_size}; pick a multiple of "
+                f"{self.grad_accum_steps * self.data_parallel_size}"
             )
         try:
             _ = self.slow_rank_list

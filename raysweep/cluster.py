@@ -310,7 +310,7 @@ def project_runtime_env(local: bool = False) -> dict:
         "py_modules": [str(root / pkg) for pkg in ("raysweep", "trainers")],
         "env_vars": {**TRAIN_ENV, **(LOCAL_TRAIN_ENV if local else {})},
         # runs in every worker process as it starts: drops the CPU ranks' meaningless start-up lines
-        "worker_process_setup_hook": "trainers.quiet.quiet_noise_logs",
+        "worker_process_setup_hook": "trainers.quiet.quiet_worker",
     }
 
 

@@ -1,12 +1,16 @@
-"""Quiet ranks: exactly the CPU start-up noise is dropped; every other log record gets through."""
+"""Quiet ranks: exactly the CPU start-up noise is dropped; every other log record and printed line gets through."""
 
 from __future__ import annotations
 
+import io
 import logging
+import sys
 
 import pytest
 
-from trainers.quiet import NOISE_LOGS, DropMessages, quiet_noise_logs
+from trainers.quiet import NOISE_LOGS, NOISE_PRINTS, DropMessages, DropPrints, quiet_noise_logs, quiet_worker
+
+SHM_LINE = "DeepSpeed deepspeed.ops.comm.deepspeed_shm_comm_op built successfully"
 
 
 @pytest.mark.parametrize(
@@ -59,3 +63,25 @@ def test_a_filter_survives_a_dict_config_of_the_loggers_as_ray_train_does(restor
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
+
+
+def test_drop_prints_drops_the_noise_line_with_its_line_end_and_keeps_the_rest():
+    out = io.StringIO()
+    stream = DropPrints(out, NOISE_PRINTS)
+    print("epoch 1", file=stream)
+    print(SHM_LINE, file=stream)
+    print("", file=stream)  # an empty line that does not follow a dropped one stays
+    print("a", "b", sep="\n", file=stream)  # a bare line end between two kept texts stays
+    stream.flush()  # the real stream's own methods
+    assert out.getvalue() == "epoch 1\n\na\nb\n"
+
+
+def test_quiet_worker_wraps_stdout_once(monkeypatch, restore_filters):
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    quiet_worker()
+    quiet_worker()
+    assert isinstance(sys.stdout, DropPrints) and sys.stdout.stream is out
+    print(SHM_LINE)
+    print("kept")
+    assert out.getvalue() == "kept\n"

@@ -151,9 +151,9 @@ def check_local_fit(trials: list[TrialParams], machine: MachineSize | None = Non
     """Refuse, before a local Ray starts, a trial with more ranks or CPUs than the machine can run."""
     machine = machine or MachineSize.of_this_machine()
     for t in trials:
-        if t.num_workers <= machine.ranks_that_fit(t.cpus_per_worker):
-            continue
         fit = machine.ranks_that_fit(t.cpus_per_worker)
+        if t.num_workers <= fit:
+            continue
         advice = (
             f"use --set num_workers={fit} or fewer"
             if fit

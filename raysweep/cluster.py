@@ -4,12 +4,16 @@
 by its strategy (STRICT_PACK: one node; STRICT_SPREAD: one rank per node).  The sweep
 uses it twice: before starting, to reject trials the cluster can never hold, and while
 running, to start a pending trial whenever its ranks fit in what is free.
+
+Before anything starts, a joined cluster's address must answer (``check_reachable``) and a
+local instance must be able to run every trial's ranks (``check_local_fit``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,6 +111,62 @@ class Capacity:
         self.nodes[driver]["CPU"] += sign * DRIVER_CPU
 
 
+# A local instance runs at most this many ranks per physical core, and its ranks reserve at most
+# this many logical CPUs per logical CPU. CPU ranks beyond that only time-share the cores (every
+# step slower, the timings meaningless), and thousands of them exhaust memory and the process
+# table before a first step: `--set num_workers=4096` would hang rather than fail.
+RANKS_PER_CORE = 4
+
+
+@dataclass(frozen=True)
+class MachineSize:
+    """The cores of the machine a local instance runs on, and the largest trial it accepts."""
+
+    cores: int  # physical cores
+    logical_cpus: int
+
+    @classmethod
+    def of_this_machine(cls) -> MachineSize:
+        import psutil
+
+        logical = os.cpu_count() or 1
+        return cls(psutil.cpu_count(logical=False) or logical, logical)
+
+    @property
+    def max_ranks(self) -> int:
+        return RANKS_PER_CORE * self.cores
+
+    @property
+    def max_rank_cpus(self) -> int:
+        return RANKS_PER_CORE * self.logical_cpus
+
+    def ranks_that_fit(self, cpus_per_worker: float) -> int:
+        return min(self.max_ranks, int(self.max_rank_cpus / cpus_per_worker + EPS))
+
+    def describe(self) -> str:
+        return f"{self.cores} cores ({self.logical_cpus} logical CPUs)"
+
+
+def check_local_fit(trials: list[TrialParams], machine: MachineSize | None = None) -> None:
+    """Refuse, before a local Ray starts, a trial with more ranks or CPUs than the machine can run."""
+    machine = machine or MachineSize.of_this_machine()
+    for t in trials:
+        fit = machine.ranks_that_fit(t.cpus_per_worker)
+        if t.num_workers <= fit:
+            continue
+        advice = (
+            f"use --set num_workers={fit} or fewer"
+            if fit
+            else f"use --set cpus_per_worker={machine.max_rank_cpus} or less"
+        )
+        raise UsageError(
+            f"num_workers={t.num_workers} x cpus_per_worker={t.cpus_per_worker:g} is more than this machine can "
+            f"run: it has {machine.describe()}, and a local Ray runs at most {machine.max_ranks} ranks "
+            f"({RANKS_PER_CORE} per core) reserving at most {machine.max_rank_cpus} CPUs; {advice}, "
+            "or join a bigger cluster with --address"
+        )
+
+
 def local_num_cpus(trials: list[TrialParams]) -> int:
     """Logical CPUs for a local Ray: enough for the largest trial plus its driver, even on 2 cores."""
     largest = max((t.num_workers * t.cpus_per_worker for t in trials), default=1)
@@ -118,6 +178,7 @@ def start_local(num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: boo
     import ray
 
     stop_orphaned_local_ray()
+    build_cpu_comm_op_once()
     # On a small, busy machine the dashboard's modules can take longer than Ray's 30 s to come up,
     # and then ray.init fails the whole sweep; give them time.
     os.environ.setdefault("RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "180")
@@ -142,9 +203,93 @@ def start_local(num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: boo
     )
 
 
+def build_cpu_comm_op_once() -> None:
+    """On a machine without GPUs, build DeepSpeed's CPU communication op now, saying so, if it is not built yet.
+
+    Every CPU rank loads DeepSpeed's shared-memory op; the first load on a machine compiles it
+    (about a minute, then cached by torch.utils.cpp_extension). Done here, once, the user is
+    told what the wait is, and no trial's setup time includes a compiler run.
+    """
+    import torch
+
+    if torch.cuda.device_count():
+        return
+    # DeepSpeed would pick its CPU accelerator anyway, but warn on every rank that it found no GPU;
+    # the local Ray's workers inherit this process's environment.
+    os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    from trainers.quiet import quiet_noise_logs
+
+    quiet_noise_logs()
+    from deepspeed.git_version_info import installed_ops
+    from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder
+    from torch.utils.cpp_extension import _get_build_directory
+
+    builder = ShareMemCommBuilder()
+    if installed_ops.get(builder.name) or not builder.is_compatible():
+        return  # installed prebuilt with DeepSpeed, or not used on this platform
+    # torch's own rule for where load() builds and caches an extension (TORCH_EXTENSIONS_DIR or ~/.cache)
+    build_dir = Path(_get_build_directory(builder.name, verbose=False))
+    if (build_dir / f"{builder.name}.so").is_file():
+        return
+    print(
+        f"raysweep: building DeepSpeed's CPU communication op once for this machine "
+        f"(about a minute; cached in {build_dir})",
+        flush=True,
+    )
+    try:
+        builder.load(verbose=False)
+    except Exception as e:  # the trials' DeepSpeed would fail the same way, one by one
+        raise UsageError(
+            f"DeepSpeed's CPU communication op does not build on this machine ({str(e).splitlines()[0]}); "
+            "it needs a C++ compiler and ninja (pip install ninja)"
+        ) from None
+
+
+# Where ray.init connects first when the address names no port: the GCS for HOST, the Ray
+# Client server for ray://HOST.
+GCS_PORT = 6379
+RAY_CLIENT_PORT = 10001
+# ray.init retries an unreachable GCS for minutes; a TCP connect says within seconds whether
+# anything listens there at all.
+PROBE_TIMEOUT_S = 5.0
+
+
+def bootstrap_endpoint(address: str) -> tuple[str, int] | None:
+    """The host and port ray.init connects to first; None for ``auto`` (Ray finds the cluster itself)."""
+    if address == "auto":
+        return None
+    client = address.startswith("ray://")
+    rest = address.removeprefix("ray://").rstrip("/")
+    host, sep, port = rest.rpartition(":")
+    if not sep or host.endswith(":"):  # no port, or a bare IPv6 address
+        host, port = rest, str(RAY_CLIENT_PORT if client else GCS_PORT)
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--address {address}: expected HOST:PORT or ray://HOST:PORT, e.g. head:6379")
+    return host, int(port)
+
+
+def check_reachable(address: str) -> None:
+    """Fail within seconds, naming the address, when nothing listens where ray.init would connect."""
+    endpoint = bootstrap_endpoint(address)
+    if endpoint is None:
+        return
+    try:
+        socket.create_connection(endpoint, timeout=PROBE_TIMEOUT_S).close()
+    except OSError as e:
+        reason = e.strerror or str(e) or type(e).__name__
+        port_kind = "the Ray Client server port (10001)" if address.startswith("ray://") else "the GCS port (6379)"
+        raise UsageError(
+            f"Ray cluster {address}: nothing answers at {endpoint[0]}:{endpoint[1]} ({reason}); check that the "
+            f"cluster's head node is up (`ray status` on it) and that the port is {port_kind} "
+            "or the one it was started with"
+        ) from None
+
+
 def join(address: str) -> None:
     import ray
 
+    check_reachable(address)
     try:
         ray.init(address=address, runtime_env=project_runtime_env(), logging_level="WARNING")
     except (ConnectionError, ValueError) as e:
@@ -164,6 +309,8 @@ def project_runtime_env(local: bool = False) -> dict:
     return {
         "py_modules": [str(root / pkg) for pkg in ("raysweep", "trainers")],
         "env_vars": {**TRAIN_ENV, **(LOCAL_TRAIN_ENV if local else {})},
+        # runs in every worker process as it starts: drops the CPU ranks' meaningless start-up lines
+        "worker_process_setup_hook": "trainers.quiet.quiet_worker",
     }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from raysweep.cluster import Capacity, Demand, local_num_cpus
+from raysweep.cluster import Capacity, Demand, check_local_fit, local_num_cpus
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
 from raysweep.space import SearchSpace
@@ -52,6 +52,7 @@ def local_capacity(trials: list[TrialParams], assume_gpus: int | None) -> Capaci
         )
     import torch
 
+    check_local_fit(trials)
     return Capacity({"local": {"CPU": float(local_num_cpus(trials)), "GPU": float(torch.cuda.device_count())}})
 
 

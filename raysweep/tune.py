@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from raysweep.cluster import Capacity
+from raysweep.cluster import Capacity, check_reachable
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
 from raysweep.plan import local_capacity, plan_trials, trial_table
@@ -174,6 +174,8 @@ def run(args: argparse.Namespace, argv: list[str] | None) -> int:
             print(f"{f.name:24s} default {f.default!r:24s} {f.metadata.get('doc', '')}")
         return 0
     check_flags(args)
+    if args.address:
+        check_reachable(args.address)
     if args.resume:
         from raysweep.sweep import resume_sweep
 

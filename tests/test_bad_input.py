@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import socket
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,14 @@ def snapshot(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()
     }
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A localhost port that nothing listens on: bound once to get a free number, then closed."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -131,3 +140,28 @@ def test_a_corrupt_parquet_file_left_by_someone_else_is_named_not_a_traceback(ca
         code = analysis_main([str(finished_sweep.root)])
     one_line_exit_2(capsys, code, "intruder.parquet")
     assert snapshot(finished_sweep.root) == before
+
+
+def test_an_address_nothing_answers_at_is_one_line_and_creates_nothing(capsys, tmp_path, closed_port):
+    address = f"127.0.0.1:{closed_port}"
+    code = tune_main(["--space", "batch_grid", "--address", address, "--results-dir", str(tmp_path / "r")])
+    one_line_exit_2(capsys, code, f"Ray cluster {address}: nothing answers")
+    assert not (tmp_path / "r").exists()
+    one_line_exit_2(capsys, tune_main(["--space", "batch_grid", "--address", address, "--dry-run"]), "ray status")
+
+
+def test_resume_of_a_sweep_whose_cluster_is_gone_is_one_line_and_leaves_it_alone(capsys, finished_sweep, closed_port):
+    address = f"127.0.0.1:{closed_port}"
+    finished_sweep.write_sweep_json({"sweep": "done", "trials": [], "cluster": {"address": address}})
+    before = snapshot(finished_sweep.root)
+    one_line_exit_2(capsys, tune_main(["--resume", str(finished_sweep.root)]), f"Ray cluster {address}")
+    assert snapshot(finished_sweep.root) == before
+
+
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["run", "dry-run"])
+def test_more_ranks_than_the_machine_can_run_is_one_line_and_starts_nothing(capsys, tmp_path, dry_run):
+    code = tune_main(
+        ["--space", "batch_grid", "--set", "num_workers=4096", "--results-dir", str(tmp_path / "r"), *dry_run]
+    )
+    one_line_exit_2(capsys, code, "num_workers=4096 x cpus_per_worker=1 is more than this machine can run")
+    assert not (tmp_path / "r").exists()

@@ -49,9 +49,9 @@ def to_model_input(
 ) -> torch.Tensor:
     """uint8 (B, C, h, w) on the device -> normalised float (B, C, S, S); random pad-crop and flip if asked."""
     x = pixels.to(torch.float32).div_(255.0)
-    x = (x - MEAN) / STD
-    if crop_pad:
+    if crop_pad:  # before normalising: the padding is black, as in torchvision's RandomCrop(padding=4)
         x = pad_crop(x, crop_pad)
+    x = (x - MEAN) / STD
     if x.shape[-1] != image_size or x.shape[-2] != image_size:
         x = F.interpolate(x, size=(image_size, image_size), mode="bilinear", align_corners=False)
     if flip:

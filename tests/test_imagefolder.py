@@ -5,46 +5,24 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
+from tests.image_folders import class_value, make_image_folder
 from trainers.batches import Batches, FolderLoading, make_batches, pad_crop
 from trainers.datasets import check_data_dir, load_dataset
 from trainers.imagefolder import CropRecipe, check_imagefolder, decode_file, random_crop_box, val_crop
 
 CLASSES = ("ant", "bee", "cat")
-SIZES = ((40, 30), (24, 48), (33, 33), (64, 20))  # (width, height): several shapes and aspects
 TRAIN_PER_CLASS, VAL_PER_CLASS = 6, 2
-
-
-def write_image(path: Path, width: int, height: int, value: int, mode: str = "RGB") -> None:
-    """A flat image whose red channel is ``value`` (so a sample's class is visible in its pixels)."""
-    rgb = np.zeros((height, width, 3), dtype=np.uint8)
-    rgb[..., 0], rgb[..., 1], rgb[..., 2] = value, 255 - value, 128
-    # a grey file is grey in every channel, so its red channel still shows the class
-    image = Image.fromarray(rgb[..., 0] if mode == "L" else rgb)
-    if mode == "CMYK":
-        image = image.convert(mode)
-    image.save(path, quality=95)
 
 
 @pytest.fixture
 def folder(tmp_path) -> Path:
     """3 classes x (6 train + 2 val) JPEGs and PNGs of four sizes; one grayscale and one CMYK file."""
-    for split, count in (("train", TRAIN_PER_CLASS), ("val", VAL_PER_CLASS)):
-        for c, cls in enumerate(CLASSES):
-            (tmp_path / split / cls).mkdir(parents=True)
-            for i in range(count):
-                w, h = SIZES[i % len(SIZES)]
-                suffix = ".png" if i % 3 == 2 else ".jpg"
-                write_image(tmp_path / split / cls / f"{i}{suffix}", w, h, 40 + 80 * c)
-    write_image(tmp_path / "train" / "ant" / "grey.jpg", 30, 30, 40, mode="L")
-    write_image(tmp_path / "train" / "bee" / "cmyk.jpg", 30, 30, 120, mode="CMYK")
-    return tmp_path
+    return make_image_folder(tmp_path, CLASSES, TRAIN_PER_CLASS, VAL_PER_CLASS)
 
 
 def batches_of(folder: Path, rank: int = 0, world: int = 1, **loading) -> Batches:
@@ -160,7 +138,7 @@ def test_labels_match_the_pixels_of_their_class(folder):
     """Flat images whose red channel is 40 + 80 x class: the crop must carry its own label."""
     for x, y in batches_of(folder).train(epoch=0, micro_batch=4, num_batches=5):
         red = (x[:, 0].mean(dim=(1, 2)) + 1) * 127.5
-        assert torch.allclose(red, 40 + 80 * y.float(), atol=6)
+        assert torch.allclose(red, class_value(y).float(), atol=6)
 
 
 def test_validation_is_deterministic_and_crops_differ_between_epochs(folder):

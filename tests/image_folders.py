@@ -22,7 +22,8 @@ def write_image(path: Path, width: int, height: int, value: int, mode: str = "RG
 
 
 def class_value(label: int) -> int:
-    return 40 + 80 * label
+    """The red value of a class's images: distinct for up to four classes."""
+    return 40 + 60 * label
 
 
 def make_image_folder(root: Path, classes: tuple[str, ...], train_per_class: int, val_per_class: int) -> Path:

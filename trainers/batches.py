@@ -143,7 +143,8 @@ class Batches:
             pin_memory=self.device.type == "cuda",
             prefetch_factor=PREFETCH_PER_WORKER if workers else None,
         )
-        generator = torch.Generator(device=self.device).manual_seed(self.seed + 1000 * epoch + self.rank)
+        # crop boxes are drawn on the host (a few scalars per image), whatever device decodes
+        generator = torch.Generator().manual_seed(self.seed + 1000 * epoch + self.rank)
         for pixels, labels in loader:
             if gpu:
                 pixels = decode_on_device(

@@ -22,9 +22,21 @@ from raysweep.store import ResultStore
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CONFIG = {
-    "status": "completed", "model": "vit_micro_patch4_32", "dataset": "digits", "image_size": 32, "device": "cpu",
-    "precision": "fp32", "engine": "deepspeed", "zero_stage": 0, "optimizer": "adamw", "lr": 0.001,
-    "compile": False, "grad_accum_steps": 1, "placement_strategy": "PACK", "slow_ranks": "", "slow_factor": 0.3,
+    "status": "completed",
+    "model": "vit_micro_patch4_32",
+    "dataset": "digits",
+    "image_size": 32,
+    "device": "cpu",
+    "precision": "fp32",
+    "engine": "deepspeed",
+    "zero_stage": 0,
+    "optimizer": "adamw",
+    "lr": 0.001,
+    "compile": False,
+    "grad_accum_steps": 1,
+    "placement_strategy": "PACK",
+    "slow_ranks": "",
+    "slow_factor": 0.3,
     "epochs": 2,
 }
 
@@ -41,8 +53,16 @@ def strong_sweep(results: Path, times: dict[int, float], name: str = "strong") -
     """Fixed global batch 256 and 4096 samples per epoch; micro batch derived from the worker count."""
     store = ResultStore(results, name)
     for n, seconds in times.items():
-        add_trial(store, f"s{n}", num_workers=n, micro_batch_per_worker=256 // n, global_batch=256,
-                  data_scaling="fixed", samples_per_epoch=4096, train_time_s=seconds)
+        add_trial(
+            store,
+            f"s{n}",
+            num_workers=n,
+            micro_batch_per_worker=256 // n,
+            global_batch=256,
+            data_scaling="fixed",
+            samples_per_epoch=4096,
+            train_time_s=seconds,
+        )
     return store.root
 
 
@@ -85,8 +105,16 @@ def test_without_one_worker_the_smallest_count_is_the_base(tmp_path):
 def test_weak_scaling_with_constant_times_has_efficiency_one(tmp_path):
     store = ResultStore(tmp_path, "weak")
     for n in (1, 2, 4, 8):
-        add_trial(store, f"w{n}", num_workers=n, micro_batch_per_worker=32, global_batch=32 * n,
-                  data_scaling="per_worker", samples_per_epoch=1024 * n, train_time_s=50.0)
+        add_trial(
+            store,
+            f"w{n}",
+            num_workers=n,
+            micro_batch_per_worker=32,
+            global_batch=32 * n,
+            data_scaling="per_worker",
+            samples_per_epoch=1024 * n,
+            train_time_s=50.0,
+        )
     (result,) = compute(load_sweep(store.root)).weak
     assert result.rows["efficiency"].to_numpy() == pytest.approx([1.0] * 4)
     assert result.gustafson_alpha == pytest.approx(0, abs=1e-12)
@@ -97,12 +125,31 @@ def test_weak_scaling_with_constant_times_has_efficiency_one(tmp_path):
 def batch_sweep(results: Path) -> Path:
     """One worker, micro batch 16..128; throughput per worker 500, 850, 950, 1000; memory doubles."""
     store = ResultStore(results, "batch")
-    for mb, per_worker, mem, comm, wait, acc in ((16, 500, 1, 0.4, 0.2, 0.90), (32, 850, 2, 0.3, 0.1, 0.91),
-                                                 (64, 950, 4, 0.2, 0.05, 0.92), (128, 1000, 8, 0.1, 0.02, 0.88)):
-        add_trial(store, f"b{mb}", num_workers=1, micro_batch_per_worker=mb, global_batch=mb, data_scaling="fixed",
-                  samples_per_epoch=4096, train_time_s=4096 * 2 / per_worker, throughput=per_worker,
-                  throughput_per_worker=per_worker, peak_mem_gib=mem, comm_fraction=comm, data_wait_fraction=wait,
-                  comm_time_ms=comm * 100, step_time_ms=100.0, val_accuracy=acc, final_loss=1 - acc)
+    for mb, per_worker, mem, comm, wait, acc in (
+        (16, 500, 1, 0.4, 0.2, 0.90),
+        (32, 850, 2, 0.3, 0.1, 0.91),
+        (64, 950, 4, 0.2, 0.05, 0.92),
+        (128, 1000, 8, 0.1, 0.02, 0.88),
+    ):
+        add_trial(
+            store,
+            f"b{mb}",
+            num_workers=1,
+            micro_batch_per_worker=mb,
+            global_batch=mb,
+            data_scaling="fixed",
+            samples_per_epoch=4096,
+            train_time_s=4096 * 2 / per_worker,
+            throughput=per_worker,
+            throughput_per_worker=per_worker,
+            peak_mem_gib=mem,
+            comm_fraction=comm,
+            data_wait_fraction=wait,
+            comm_time_ms=comm * 100,
+            step_time_ms=100.0,
+            val_accuracy=acc,
+            final_loss=1 - acc,
+        )
     return store.root
 
 
@@ -120,12 +167,29 @@ def test_knee_is_the_smallest_batch_within_ninety_percent_of_peak(tmp_path):
 def epochs_sweep(results: Path) -> ResultStore:
     store = ResultStore(results, "tta")
     for tid, n in (("fast", 2), ("slow", 1)):
-        add_trial(store, tid, num_workers=n, micro_batch_per_worker=64 // n, global_batch=64, data_scaling="fixed",
-                  samples_per_epoch=1024, train_time_s=60.0 / n)
-    store.write_rows("epochs", "fast", [{"epoch": e, "val_accuracy": a, "elapsed_s": t}
-                                        for e, (a, t) in enumerate([(0.5, 10.0), (0.8, 20.0), (0.95, 30.0)])])
-    store.write_rows("epochs", "slow", [{"epoch": e, "val_accuracy": a, "elapsed_s": t}
-                                        for e, (a, t) in enumerate([(0.6, 5.0), (0.7, 10.0)])])
+        add_trial(
+            store,
+            tid,
+            num_workers=n,
+            micro_batch_per_worker=64 // n,
+            global_batch=64,
+            data_scaling="fixed",
+            samples_per_epoch=1024,
+            train_time_s=60.0 / n,
+        )
+    store.write_rows(
+        "epochs",
+        "fast",
+        [
+            {"epoch": e, "val_accuracy": a, "elapsed_s": t}
+            for e, (a, t) in enumerate([(0.5, 10.0), (0.8, 20.0), (0.95, 30.0)])
+        ],
+    )
+    store.write_rows(
+        "epochs",
+        "slow",
+        [{"epoch": e, "val_accuracy": a, "elapsed_s": t} for e, (a, t) in enumerate([(0.6, 5.0), (0.7, 10.0)])],
+    )
     return store
 
 
@@ -144,10 +208,25 @@ def test_time_to_accuracy_default_and_explicit_target(tmp_path):
 def test_stragglers_from_rank_rows(tmp_path):
     store = ResultStore(tmp_path, "ranks")
     for n in (1, 4):
-        add_trial(store, f"r{n}", num_workers=n, micro_batch_per_worker=64 // n, global_batch=64,
-                  data_scaling="fixed", samples_per_epoch=1024, train_time_s=60.0 / n, step_time_ms=130.0)
-    store.write_rows("ranks", "r4", [{"rank": r, "step_time_ms": 130.0, "compute_ms": c, "wait_ms": 130.0 - c}
-                                     for r, c in enumerate([100.0, 100.0, 130.0, 100.0])])
+        add_trial(
+            store,
+            f"r{n}",
+            num_workers=n,
+            micro_batch_per_worker=64 // n,
+            global_batch=64,
+            data_scaling="fixed",
+            samples_per_epoch=1024,
+            train_time_s=60.0 / n,
+            step_time_ms=130.0,
+        )
+    store.write_rows(
+        "ranks",
+        "r4",
+        [
+            {"rank": r, "step_time_ms": 130.0, "compute_ms": c, "wait_ms": 130.0 - c}
+            for r, c in enumerate([100.0, 100.0, 130.0, 100.0])
+        ],
+    )
     (row,) = compute(load_sweep(store.root)).stragglers.to_dict("records")
     assert row["slowest_rank"] == 2
     assert row["straggler_ratio"] == pytest.approx(1.3)
@@ -161,8 +240,18 @@ def test_groups_split_on_config_and_ignore_derived_columns(tmp_path):
         for n in (1, 2):
             # lr follows the adamw square-root rule of the global batch: a derived value, not a config difference
             gb = 64 * n
-            add_trial(store, f"{model}-{n}", model=model, num_workers=n, micro_batch_per_worker=64, global_batch=gb,
-                      lr=1e-3 * (gb / 256) ** 0.5, data_scaling="fixed", samples_per_epoch=1024, train_time_s=10.0)
+            add_trial(
+                store,
+                f"{model}-{n}",
+                model=model,
+                num_workers=n,
+                micro_batch_per_worker=64,
+                global_batch=gb,
+                lr=1e-3 * (gb / 256) ** 0.5,
+                data_scaling="fixed",
+                samples_per_epoch=1024,
+                train_time_s=10.0,
+            )
     trials = load_sweep(store.root).trials
     strong = find_groups(trials, STRONG)  # global batch differs: four one-point groups
     assert [g.points for g in strong] == [1, 1, 1, 1]
@@ -172,22 +261,43 @@ def test_groups_split_on_config_and_ignore_derived_columns(tmp_path):
     for model in ("vit_a", "vit_b"):
         for n in (1, 2):
             gb = 64 * n
-            add_trial(weak, f"{model}-{n}", model=model, num_workers=n, micro_batch_per_worker=64, global_batch=gb,
-                      lr=1e-3 * (gb / 256) ** 0.5, data_scaling="per_worker", samples_per_epoch=1024 * n,
-                      train_time_s=10.0)
+            add_trial(
+                weak,
+                f"{model}-{n}",
+                model=model,
+                num_workers=n,
+                micro_batch_per_worker=64,
+                global_batch=gb,
+                lr=1e-3 * (gb / 256) ** 0.5,
+                data_scaling="per_worker",
+                samples_per_epoch=1024 * n,
+                train_time_s=10.0,
+            )
     groups = compute(load_sweep(weak.root)).groups["weak"]
-    assert [(g.key["model"], g.points, g.key["lr"]) for g in groups] == [("vit_a", 2, "rule"),
-                                                                                ("vit_b", 2, "rule")]
+    assert [(g.key["model"], g.points, g.key["lr"]) for g in groups] == [("vit_a", 2, "rule"), ("vit_b", 2, "rule")]
 
 
 def test_report_files_and_plots(tmp_path):
     strong_sweep(tmp_path, amdahl_times(0.1, [1, 2, 4]), name="full")
     store = ResultStore(tmp_path, "full")
     for mb, per_worker in ((16, 400.0), (32, 950.0), (64, 1000.0)):
-        add_trial(store, f"b{mb}", num_workers=2, micro_batch_per_worker=mb, global_batch=2 * mb,
-                  data_scaling="per_worker", samples_per_epoch=1024, train_time_s=1000.0 / mb, peak_mem_gib=mb / 8,
-                  throughput=2 * per_worker, throughput_per_worker=per_worker,
-                  comm_fraction=1 / mb, data_wait_fraction=0.5 / mb, val_accuracy=0.9, final_loss=0.3)
+        add_trial(
+            store,
+            f"b{mb}",
+            num_workers=2,
+            micro_batch_per_worker=mb,
+            global_batch=2 * mb,
+            data_scaling="per_worker",
+            samples_per_epoch=1024,
+            train_time_s=1000.0 / mb,
+            peak_mem_gib=mb / 8,
+            throughput=2 * per_worker,
+            throughput_per_worker=per_worker,
+            comm_fraction=1 / mb,
+            data_wait_fraction=0.5 / mb,
+            val_accuracy=0.9,
+            final_loss=0.3,
+        )
         store.write_rows("epochs", f"b{mb}", [{"epoch": 0, "val_accuracy": 0.9, "elapsed_s": 1000.0 / mb}])
     add_trial(store, "crashed", status="failed", num_workers=8, micro_batch_per_worker=32, global_batch=256)
     add_trial(store, "too-big", status="oom", num_workers=1, micro_batch_per_worker=512, global_batch=512)
@@ -240,23 +350,32 @@ def test_cli_writes_default_report_dir(tmp_path, capsys):
 def write_trials_without(results: Path, missing: str) -> Path:
     sweep = results / "broken"
     (sweep / "trials").mkdir(parents=True)
-    rows = {"trial_id": ["a", "b"], "status": ["completed"] * 2, "num_workers": [1, 2],
-            "micro_batch_per_worker": [8, 8], "train_time_s": [2.0, 1.0], "throughput": [1.0, 2.0]}
+    rows = {
+        "trial_id": ["a", "b"],
+        "status": ["completed"] * 2,
+        "num_workers": [1, 2],
+        "micro_batch_per_worker": [8, 8],
+        "train_time_s": [2.0, 1.0],
+        "throughput": [1.0, 2.0],
+    }
     del rows[missing]
     pq.write_table(pa.table(rows), sweep / "trials" / "t.parquet")
     return sweep
 
 
-@pytest.mark.parametrize("case, message", [
-    ("missing", "does not exist"),
-    ("empty", "no trial results in"),
-    ("results_dir", "did you mean one of its sweeps: one"),
-    ("no_column", "no values in needed column(s) train_time_s"),
-    ("one_point", "nothing to compare"),
-    ("all_failed", "no completed trials"),
-    ("bad_target", "target accuracy must be a fraction in (0, 1]"),
-    ("out_is_a_file", "cannot write the report to"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("missing", "does not exist"),
+        ("empty", "no trial results in"),
+        ("results_dir", "did you mean one of its sweeps: one"),
+        ("no_column", "no values in needed column(s) train_time_s"),
+        ("one_point", "nothing to compare"),
+        ("all_failed", "no completed trials"),
+        ("bad_target", "target accuracy must be a fraction in (0, 1]"),
+        ("out_is_a_file", "cannot write the report to"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, case, message):
     argv = [str(tmp_path / "nowhere")]
     if case == "empty":
@@ -281,11 +400,19 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, case, message):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("analysis: error: ") and message in err
     with pytest.raises(AnalysisError, match=message.split("(")[0]):
-        analyze(argv[0], target=90 if case == "bad_target" else None,
-                out_dir=tmp_path / "taken" if case == "out_is_a_file" else None)
+        analyze(
+            argv[0],
+            target=90 if case == "bad_target" else None,
+            out_dir=tmp_path / "taken" if case == "out_is_a_file" else None,
+        )
 
 
 def test_module_runs_as_a_program(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "analysis", str(tmp_path / "nowhere")], capture_output=True,
-                          text=True, cwd=Path(__file__).resolve().parents[1], timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=60,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1

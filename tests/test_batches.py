@@ -50,7 +50,7 @@ def test_unshuffled_order_is_strided_by_rank():
 def test_model_input_is_normalised_float_of_the_asked_size():
     pixels = torch.zeros(2, 3, 8, 8, dtype=torch.uint8)
     pixels[1] = 255
-    x = to_model_input(pixels, image_size=32, dtype=torch.float32, augment=False)
+    x = to_model_input(pixels, image_size=32, dtype=torch.float32, flip=False)
     assert x.shape == (2, 3, 32, 32) and x.dtype == torch.float32
     assert torch.allclose(x[0], torch.full_like(x[0], -1.0))
     assert torch.allclose(x[1], torch.full_like(x[1], 1.0))
@@ -58,22 +58,22 @@ def test_model_input_is_normalised_float_of_the_asked_size():
 
 def test_model_input_keeps_values_without_resizing_at_the_native_size():
     pixels = torch.randint(0, 256, (3, 3, 16, 16), dtype=torch.uint8)
-    x = to_model_input(pixels, image_size=16, dtype=torch.float32, augment=False)
+    x = to_model_input(pixels, image_size=16, dtype=torch.float32, flip=False)
     assert torch.allclose(x, pixels.float() / 127.5 - 1.0, atol=1e-6)
     assert -1.0 <= float(x.min()) and float(x.max()) <= 1.0
 
 
 def test_model_input_resizes_down_too_and_casts_to_the_asked_dtype():
     pixels = torch.randint(0, 256, (2, 3, 64, 48), dtype=torch.uint8)
-    x = to_model_input(pixels, image_size=32, dtype=torch.bfloat16, augment=False)
+    x = to_model_input(pixels, image_size=32, dtype=torch.bfloat16, flip=False)
     assert x.shape == (2, 3, 32, 32) and x.dtype == torch.bfloat16
 
 
 def test_augment_only_flips_images_horizontally():
     pixels = torch.arange(8, dtype=torch.uint8).repeat(16, 3, 8, 1)  # a horizontal ramp: flipping changes it
-    plain = to_model_input(pixels, 8, torch.float32, augment=False)
+    plain = to_model_input(pixels, 8, torch.float32, flip=False)
     torch.manual_seed(0)
-    augmented = to_model_input(pixels, 8, torch.float32, augment=True)
+    augmented = to_model_input(pixels, 8, torch.float32, flip=True)
     flipped = [bool(torch.equal(a, p.flip(-1))) for a, p in zip(augmented, plain)]
     kept = [bool(torch.equal(a, p)) for a, p in zip(augmented, plain)]
     assert all(f or k for f, k in zip(flipped, kept))

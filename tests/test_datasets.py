@@ -10,10 +10,7 @@ import pytest
 import torch
 
 from raysweep.errors import UsageError
-from trainers.datasets import DATASETS, IMAGEFOLDER_SIDE, load_dataset, load_digits
-
-# torchvision.io's PNG codec (used by the imagefolder loader) warns that it is deprecated since 0.29
-pytestmark = pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning")
+from trainers.datasets import DATASETS, check_data_dir, load_dataset, load_digits
 
 # (image index, channel, row, column, value): one marked pixel in every file
 MARK = (1, 2, 5, 7, 201)
@@ -137,45 +134,13 @@ def test_synthetic_has_classes_but_no_tensors():
     assert data.num_classes == 10 and data.train_x is None and data.num_train == 0
 
 
-COLOURS = {"cat": (255, 0, 0), "dog": (0, 0, 255)}
+def test_check_data_dir_names_the_missing_cifar_file_unless_downloading(cifar10_dir):
+    (cifar10_dir / "cifar-10-batches-py" / "test_batch").unlink()
+    with pytest.raises(UsageError, match="test_batch"):
+        check_data_dir("cifar10", str(cifar10_dir), download=False)
+    check_data_dir("cifar10", str(cifar10_dir), download=True)
 
 
-@pytest.fixture
-def imagefolder_dir(tmp_path) -> Path:
-    from torchvision.io import write_png
-
-    for split, count in (("train", 3), ("val", 1)):
-        for cls, rgb in COLOURS.items():
-            folder = tmp_path / split / cls
-            folder.mkdir(parents=True)
-            for i in range(count):
-                img = torch.tensor(rgb, dtype=torch.uint8).view(3, 1, 1).expand(3, 10 + i, 12).contiguous()
-                write_png(img, str(folder / f"{i}.png"))
-    return tmp_path
-
-
-def test_imagefolder_reads_class_folders_resized_to_the_stored_side(imagefolder_dir):
-    data = load_dataset("imagefolder", str(imagefolder_dir))
-    assert data.num_classes == 2
-    assert data.train_x.shape == (6, 3, IMAGEFOLDER_SIDE, IMAGEFOLDER_SIDE) and data.train_x.dtype == torch.uint8
-    assert data.val_x.shape == (2, 3, IMAGEFOLDER_SIDE, IMAGEFOLDER_SIDE)
-    assert data.train_y.tolist() == [0, 0, 0, 1, 1, 1]  # classes in sorted order: cat, dog
-    assert data.val_y.tolist() == [0, 1]
-    for x, y in zip(data.train_x, data.train_y):
-        rgb = COLOURS[["cat", "dog"][int(y)]]
-        assert x.float().mean(dim=(1, 2)).round().tolist() == [float(v) for v in rgb]
-
-
-def test_imagefolder_without_val_is_a_usage_error(imagefolder_dir):
-    import shutil
-
-    shutil.rmtree(imagefolder_dir / "val")
-    with pytest.raises(UsageError, match="train/ and val/"):
-        load_dataset("imagefolder", str(imagefolder_dir))
-
-
-def test_imagefolder_with_empty_class_folders_is_a_usage_error(tmp_path):
-    (tmp_path / "train" / "a").mkdir(parents=True)
-    (tmp_path / "val" / "a").mkdir(parents=True)
-    with pytest.raises(UsageError, match="no images under"):
-        load_dataset("imagefolder", str(tmp_path))
+def test_cifar_gets_the_pad_4_crop(cifar10_dir):
+    assert load_dataset("cifar10", str(cifar10_dir)).pad_crop == 4
+    assert load_digits().pad_crop == 0

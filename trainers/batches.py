@@ -1,28 +1,73 @@
-"""Per-rank batches on the device: shard, move uint8 pixels, then normalise, augment and resize there."""
+"""Per-rank batches on the device: shard, move uint8 pixels, then normalise, augment and resize there.
+
+In-memory datasets are gathered per step (on the device when they fit); an image folder is streamed
+through a DataLoader whose worker processes decode this rank's shard (``trainers.imagefolder``).
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch.utils.data import DataLoader
 
+from raysweep.params import TrialParams
 from trainers.datasets import ImageData
+from trainers.imagefolder import (
+    CropRecipe,
+    DecodedImages,
+    EncodedImages,
+    FolderSplit,
+    all_jpeg,
+    collate_encoded,
+    decode_on_device,
+)
 
-MEAN = torch.tensor([0.5, 0.5, 0.5]).view(1, 3, 1, 1)
-STD = torch.tensor([0.5, 0.5, 0.5]).view(1, 3, 1, 1)
+# every channel count normalised alike: [0, 1] -> [-1, 1]
+MEAN, STD = 0.5, 0.5
+# micro batches each loader worker keeps decoded ahead of the step
+PREFETCH_PER_WORKER = 4
 
 
-def to_model_input(pixels: torch.Tensor, image_size: int, dtype: torch.dtype, augment: bool) -> torch.Tensor:
-    """uint8 (B, 3, h, w) on the device -> normalised float (B, 3, S, S), randomly flipped if ``augment``."""
+def pad_crop(x: torch.Tensor, pad: int) -> torch.Tensor:
+    """Batched random crop of the original size after zero-padding ``pad`` pixels per side, one offset per image."""
+    b, _, h, w = x.shape
+    padded = F.pad(x, (pad, pad, pad, pad))
+    dy = torch.randint(0, 2 * pad + 1, (b, 1), device=x.device)
+    dx = torch.randint(0, 2 * pad + 1, (b, 1), device=x.device)
+    rows = (dy + torch.arange(h, device=x.device))[:, :, None]  # (B, H, 1)
+    cols = (dx + torch.arange(w, device=x.device))[:, None, :]  # (B, 1, W)
+    picked = padded[torch.arange(b, device=x.device)[:, None, None], :, rows, cols]  # (B, H, W, C)
+    return picked.permute(0, 3, 1, 2)
+
+
+def to_model_input(
+    pixels: torch.Tensor, image_size: int, dtype: torch.dtype, flip: bool, crop_pad: int = 0
+) -> torch.Tensor:
+    """uint8 (B, C, h, w) on the device -> normalised float (B, C, S, S); random pad-crop and flip if asked."""
     x = pixels.to(torch.float32).div_(255.0)
-    x = (x - MEAN.to(x.device)) / STD.to(x.device)
+    if crop_pad:  # before normalising: the padding is black, as in torchvision's RandomCrop(padding=4)
+        x = pad_crop(x, crop_pad)
+    x = (x - MEAN) / STD
     if x.shape[-1] != image_size or x.shape[-2] != image_size:
         x = F.interpolate(x, size=(image_size, image_size), mode="bilinear", align_corners=False)
-    if augment:
-        flip = torch.rand(x.shape[0], 1, 1, 1, device=x.device) < 0.5
-        x = torch.where(flip, x.flip(-1), x)
+    if flip:
+        chosen = torch.rand(x.shape[0], 1, 1, 1, device=x.device) < 0.5
+        x = torch.where(chosen, x.flip(-1), x)
     return x.to(dtype)
+
+
+@dataclass(frozen=True)
+class FolderLoading:
+    """How an image folder reaches the device: the crop recipe, channels, decoder and loader processes."""
+
+    recipe: CropRecipe = CropRecipe()
+    in_chans: int = 3
+    decode: str = "auto"  # auto | cpu | gpu
+    workers: int = 1
 
 
 def shard_indices(num_samples: int, rank: int, world: int, epoch: int, seed: int, shuffle: bool) -> torch.Tensor:
@@ -53,9 +98,11 @@ class Batches:
         rank: int,
         world: int,
         seed: int,
+        loading: FolderLoading = FolderLoading(),
     ):
         self.data, self.device, self.image_size, self.dtype = data, device, image_size, dtype
-        self.rank, self.world, self.seed = rank, world, seed
+        self.rank, self.world, self.seed, self.loading = rank, world, seed, loading
+        self.flip = loading.recipe.flip
         tensors = [data.train_x, data.train_y, data.val_x, data.val_y]
         size = sum(t.numel() * t.element_size() for t in tensors if t is not None)
         home = device if size <= DEVICE_RESIDENT_BYTES else torch.device("cpu")
@@ -66,9 +113,54 @@ class Batches:
         take = take.to(x.device)
         pixels = x[take].to(self.device, non_blocking=True)
         labels = y[take].to(self.device, non_blocking=True)
-        return to_model_input(pixels, self.image_size, self.dtype, augment), labels
+        crop_pad = self.data.pad_crop if augment else 0
+        return to_model_input(pixels, self.image_size, self.dtype, self.flip and augment, crop_pad), labels
+
+    def gpu_decode(self) -> bool:
+        folder = self.data.folder
+        if self.loading.decode == "auto":
+            return self.device.type == "cuda" and all_jpeg(folder)
+        return self.loading.decode == "gpu"
+
+    def stream(
+        self, split: FolderSplit, order: list[int], micro_batch: int, train: bool, epoch: int
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Micro batches of ``split`` in ``order``, decoded by the loader workers while the step runs."""
+        recipe = self.loading.recipe if train else None
+        gpu = self.gpu_decode()
+        if gpu:
+            dataset, collate = EncodedImages(split), collate_encoded
+        else:
+            dataset = DecodedImages(split, self.image_size, self.loading.in_chans, recipe, self.seed)
+            dataset.epoch, collate = epoch, None
+        workers = self.loading.workers
+        loader = DataLoader(
+            dataset,
+            batch_size=micro_batch,
+            sampler=order,
+            num_workers=workers,
+            collate_fn=collate,
+            pin_memory=self.device.type == "cuda",
+            prefetch_factor=PREFETCH_PER_WORKER if workers else None,
+        )
+        # crop boxes are drawn on the host (a few scalars per image), whatever device decodes
+        generator = torch.Generator().manual_seed(self.seed + 1000 * epoch + self.rank)
+        for pixels, labels in loader:
+            if gpu:
+                pixels = decode_on_device(
+                    pixels, self.device, self.image_size, self.loading.in_chans, recipe, generator
+                )
+            x = to_model_input(pixels.to(self.device, non_blocking=True), self.image_size, self.dtype, flip=False)
+            yield x, labels.to(self.device, non_blocking=True)
 
     def train(self, epoch: int, micro_batch: int, num_batches: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        folder = self.data.folder
+        if folder is not None:
+            idx = shard_indices(len(folder.train.files), self.rank, self.world, epoch, self.seed, shuffle=True)
+            needed = micro_batch * num_batches
+            idx = idx.repeat(-(-needed // len(idx)))[:needed]
+            yield from self.stream(folder.train, idx.tolist(), micro_batch, train=True, epoch=epoch)
+            return
         if self.train_x is None:
             yield from self.synthetic(micro_batch, num_batches)
             return
@@ -92,8 +184,35 @@ class Batches:
 
     def validation(self, micro_batch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """This rank's share of the held-out split (nothing for synthetic data)."""
+        folder = self.data.folder
+        if folder is not None:
+            order = list(range(len(folder.val.files)))[self.rank :: self.world]
+            yield from self.stream(folder.val, order, micro_batch, train=False, epoch=0)
+            return
         if self.val_x is None:
             return
         idx = torch.arange(len(self.val_y))[self.rank :: self.world]  # no padding: every sample counted once
         for start in range(0, len(idx), micro_batch):
             yield self.batch(self.val_x, self.val_y, idx[start : start + micro_batch], augment=False)
+
+
+def loader_workers(params: TrialParams) -> int:
+    """``loader_workers``, or with 0 every CPU the rank holds but the one its training loop runs on."""
+    if params.loader_workers:
+        return params.loader_workers
+    held = int(params.cpus_per_worker) if params.cpus_per_worker >= 1 else 1
+    return max(1, min(held, os.cpu_count() or 1) - 1)
+
+
+def make_batches(
+    params: TrialParams, data: ImageData, device: torch.device, image_size: int, input_dtype: torch.dtype, rank: int
+) -> Batches:
+    """This rank's batches; ranks of one sequence-parallel group share a data-parallel rank, hence samples."""
+    loading = FolderLoading(
+        CropRecipe(params.crop_scale_min, params.crop_ratio_min, params.crop_ratio_max, params.flip),
+        params.in_chans,
+        params.decode,
+        loader_workers(params),
+    )
+    dp_rank = rank // params.sequence_parallel
+    return Batches(data, device, image_size, input_dtype, dp_rank, params.data_parallel_size, params.seed, loading)

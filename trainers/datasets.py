@@ -1,6 +1,7 @@
-"""Datasets by name.  Each loader returns uint8 images (N, 3, H, W) at their stored size.
+"""Datasets by name.  Small ones load as uint8 images (N, 3, H, W) at their stored size; imagefolder
+loads its file list and is streamed (``trainers.imagefolder``).
 
-Images stay small and uint8 until they reach the device: conversion, normalisation,
+In-memory images stay small and uint8 until they reach the device: conversion, normalisation,
 augmentation and resizing to the model's resolution happen there (``trainers.batches``),
 so a 32x32 CIFAR image crosses the bus as 3 KB, not as a 600 KB float tensor at 224 px.
 """
@@ -17,20 +18,26 @@ import numpy as np
 import torch
 
 from raysweep.errors import UsageError
+from trainers.imagefolder import FolderIndex, check_imagefolder, index_imagefolder
 
 
 @dataclass
 class ImageData:
-    """A train and a held-out split in memory; ``synthetic`` has no tensors (made on the device)."""
+    """A train and a held-out split: in memory, or an image folder's file list (``folder``);
+    ``synthetic`` has neither (made on the device).  ``pad_crop``: CIFAR's random crop after zero padding."""
 
     num_classes: int
     train_x: torch.Tensor | None = None  # uint8 (N, 3, H, W)
     train_y: torch.Tensor | None = None  # int64 (N,)
     val_x: torch.Tensor | None = None
     val_y: torch.Tensor | None = None
+    folder: FolderIndex | None = None
+    pad_crop: int = 0
 
     @property
     def num_train(self) -> int:
+        if self.folder is not None:
+            return len(self.folder.train.files)
         return 0 if self.train_y is None else len(self.train_y)
 
 
@@ -74,19 +81,30 @@ CIFAR_LAYOUT = {
 }
 
 
-def load_cifar(name: str, data_dir: str, download: bool) -> ImageData:
-    folder, train_files, val_files, classes = CIFAR_LAYOUT[name]
+def check_cifar_files(name: str, data_dir: str) -> Path:
+    """The extracted python-format archive's folder; a UsageError naming every file it lacks."""
+    folder, train_files, val_files, _ = CIFAR_LAYOUT[name]
     root = Path(data_dir) / folder
-    if not root.is_dir() and download:
-        from torchvision import datasets
-
-        getattr(datasets, name.upper())(data_dir, train=True, download=True)
     missing = [f for f in train_files + val_files if not (root / f).is_file()]
     if missing:
         raise UsageError(
             f"{name}: {root} lacks {', '.join(missing)}; put the extracted python-format archive in "
             f"--data-dir or add --download"
         )
+    return root
+
+
+# CIFAR's standard augmentation pads 4 pixels of zeros and crops back to 32 (with the flip).
+CIFAR_PAD_CROP = 4
+
+
+def load_cifar(name: str, data_dir: str, download: bool) -> ImageData:
+    folder, train_files, val_files, classes = CIFAR_LAYOUT[name]
+    if not (Path(data_dir) / folder).is_dir() and download:
+        from torchvision import datasets
+
+        getattr(datasets, name.upper())(data_dir, train=True, download=True)
+    root = check_cifar_files(name, data_dir)
 
     def stack(files: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         parts = [read_cifar_batch(root / f) for f in files]
@@ -94,7 +112,7 @@ def load_cifar(name: str, data_dir: str, download: bool) -> ImageData:
             np.concatenate([p[1] for p in parts])
         )
 
-    return ImageData(classes, *stack(train_files), *stack(val_files))
+    return ImageData(classes, *stack(train_files), *stack(val_files), pad_crop=CIFAR_PAD_CROP)
 
 
 def load_cifar10(data_dir: str, download: bool = False, seed: int = 0) -> ImageData:
@@ -105,38 +123,10 @@ def load_cifar100(data_dir: str, download: bool = False, seed: int = 0) -> Image
     return load_cifar("cifar100", data_dir, download)
 
 
-IMAGEFOLDER_SIDE = 64
-
-
 def load_imagefolder(data_dir: str, download: bool = False, seed: int = 0) -> ImageData:
-    """ImageNet-100 style ``train/<class>/*.jpg`` and ``val/<class>/*.jpg``, decoded once to uint8.
-
-    Images are stored at 64x64 (resized once on load); the device upsamples to the model's size.
-    """
-    from torchvision.io import ImageReadMode, decode_image
-    from torchvision.transforms.v2.functional import resize
-
-    root = Path(data_dir)
-    splits = [root / "train", root / "val"]
-    if not all(s.is_dir() for s in splits):
-        raise UsageError(f"imagefolder: {data_dir} needs train/ and val/ subfolders of class folders")
-    classes = sorted(d.name for d in splits[0].iterdir() if d.is_dir())
-    if not classes:
-        raise UsageError(f"imagefolder: {splits[0]} has no class folders")
-    index = {c: i for i, c in enumerate(classes)}
-
-    def read(split: Path) -> tuple[torch.Tensor, torch.Tensor]:
-        xs, ys = [], []
-        for cls_dir in sorted(d for d in split.iterdir() if d.is_dir() and d.name in index):
-            for file in sorted(cls_dir.iterdir()):
-                img = decode_image(str(file), mode=ImageReadMode.RGB)
-                xs.append(resize(img, [IMAGEFOLDER_SIDE, IMAGEFOLDER_SIDE], antialias=True))
-                ys.append(index[cls_dir.name])
-        if not xs:
-            raise UsageError(f"imagefolder: no images under {split}")
-        return torch.stack(xs), torch.tensor(ys, dtype=torch.int64)
-
-    return ImageData(len(classes), *read(splits[0]), *read(splits[1]))
+    """ImageNet style ``train/<class>/*`` and ``val/<class>/*``: the file list only; ranks stream the pixels."""
+    index = index_imagefolder(data_dir)
+    return ImageData(len(index.classes), folder=index)
 
 
 DATASETS: dict[str, Callable[..., ImageData]] = {
@@ -150,17 +140,10 @@ DATASETS: dict[str, Callable[..., ImageData]] = {
 
 def check_data_dir(name: str, data_dir: str, download: bool) -> None:
     """Before anything starts: the files a dataset reads are where the trial will look for them."""
-    root = Path(data_dir)
     if name in CIFAR_LAYOUT and not download:
-        folder, train_files, val_files, _ = CIFAR_LAYOUT[name]
-        missing = [f for f in train_files + val_files if not (root / folder / f).is_file()]
-        if missing:
-            raise UsageError(
-                f"data_dir {data_dir} has no {name} in CIFAR's python format ({folder}/{missing[0]} is missing); "
-                "extract the archive there or add --download"
-            )
-    if name == "imagefolder" and not ((root / "train").is_dir() and (root / "val").is_dir()):
-        raise UsageError(f"data_dir {data_dir} needs train/ and val/ folders of class folders for imagefolder")
+        check_cifar_files(name, data_dir)
+    if name == "imagefolder":
+        check_imagefolder(data_dir)
 
 
 def load_dataset(name: str, data_dir: str = "", download: bool = False, seed: int = 0) -> ImageData:

@@ -1,0 +1,188 @@
+"""Image folders streamed per rank: layout checks, decoding of odd files, crops, shards, the CIFAR pad-crop."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from raysweep.errors import UsageError
+from raysweep.params import TrialParams
+from tests.image_folders import class_value, make_image_folder
+from trainers.batches import Batches, FolderLoading, make_batches, pad_crop
+from trainers.datasets import check_data_dir, load_dataset
+from trainers.imagefolder import CropRecipe, check_imagefolder, decode_file, random_crop_box, val_crop
+
+CLASSES = ("ant", "bee", "cat")
+TRAIN_PER_CLASS, VAL_PER_CLASS = 6, 2
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    """3 classes x (6 train + 2 val) JPEGs and PNGs of four sizes; one grayscale and one CMYK file."""
+    return make_image_folder(tmp_path, CLASSES, TRAIN_PER_CLASS, VAL_PER_CLASS)
+
+
+def batches_of(folder: Path, rank: int = 0, world: int = 1, **loading) -> Batches:
+    loading.setdefault("workers", 0)
+    return Batches(
+        load_dataset("imagefolder", str(folder)),
+        torch.device("cpu"),
+        16,
+        torch.float32,
+        rank,
+        world,
+        seed=0,
+        loading=FolderLoading(**loading),
+    )
+
+
+# ---- layout -------------------------------------------------------------------------------------
+
+
+def test_index_counts_files_per_split_and_sorts_classes(folder):
+    data = load_dataset("imagefolder", str(folder))
+    assert data.num_classes == 3 and data.folder.classes == list(CLASSES)
+    assert data.num_train == 3 * TRAIN_PER_CLASS + 2
+    assert len(data.folder.val.files) == 3 * VAL_PER_CLASS
+    assert data.folder.val.labels == [0, 0, 1, 1, 2, 2]
+    assert data.train_x is None  # nothing decoded up front
+
+
+def test_folder_without_val_is_one_line_naming_it(folder):
+    shutil.rmtree(folder / "val")
+    with pytest.raises(UsageError) as e:
+        check_data_dir("imagefolder", str(folder), download=False)
+    assert "no val/ folder" in str(e.value) and str(folder) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_empty_class_folder_is_one_line_naming_it(folder):
+    for f in (folder / "val" / "bee").iterdir():
+        f.unlink()
+    with pytest.raises(UsageError) as e:
+        check_imagefolder(str(folder))
+    assert str(folder / "val" / "bee") in str(e.value) and "no images" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_mismatched_class_sets_name_both_folders_and_the_odd_classes(folder):
+    (folder / "val" / "cat").rename(folder / "val" / "dog")
+    with pytest.raises(UsageError) as e:
+        check_imagefolder(str(folder))
+    message = str(e.value)
+    assert str(folder / "train") in message and str(folder / "val") in message
+    assert "['cat']" in message and "['dog']" in message and "\n" not in message
+
+
+def test_corrupt_file_is_an_error_naming_it(folder):
+    bad = folder / "train" / "ant" / "broken.jpg"
+    bad.write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    with pytest.raises(UsageError, match="broken.jpg"):
+        decode_file(str(bad), 3)
+
+
+# ---- decoding and crops ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["grey.jpg", "cmyk.jpg"])
+def test_grey_and_cmyk_become_rgb_or_one_channel(folder, name):
+    path = str(next((folder / "train").rglob(name)))
+    assert decode_file(path, 3).shape == (3, 30, 30)
+    assert decode_file(path, 1).shape == (1, 30, 30)
+    assert decode_file(path, 3).dtype == torch.uint8
+
+
+def test_full_scale_square_crop_of_a_square_image_is_the_whole_image():
+    g = torch.Generator().manual_seed(0)
+    assert random_crop_box(20, 20, CropRecipe(1.0, 1.0, 1.0), g) == (0, 0, 20, 20)
+
+
+def test_crop_boxes_stay_inside_the_image_and_within_the_recipe():
+    g = torch.Generator().manual_seed(0)
+    recipe = CropRecipe(0.25, 0.5, 2.0)
+    for _ in range(200):
+        top, left, h, w = random_crop_box(30, 60, recipe, g)
+        assert 0 <= top and top + h <= 30 and 0 <= left and left + w <= 60
+        assert 0.25 * 1800 * 0.8 <= h * w  # rounding of h and w loses at most a little area
+        assert 0.5 * 0.8 <= w / h <= 2.0 * 1.25
+
+
+def test_val_crop_resizes_the_short_side_to_size_over_0875_then_centres():
+    image = torch.arange(40 * 80, dtype=torch.float32).view(1, 40, 80)
+    assert val_crop(image, 16).shape == (1, 16, 16)
+    # a 16 px crop of a short side resized to 18 px: 1 px margin above and below
+    symmetric = torch.zeros(1, 40, 80)
+    symmetric[:, :, 40:] = 1.0
+    out = val_crop(symmetric, 16)
+    assert torch.allclose(out, out.flip(-1).neg().add(1.0), atol=1e-5)  # centred: left half mirrors right half
+
+
+# ---- batches ---------------------------------------------------------------------------------------
+
+
+def test_training_batches_have_the_model_shape_dtype_and_range(folder):
+    x, y = next(batches_of(folder).train(epoch=0, micro_batch=5, num_batches=1))
+    assert x.shape == (5, 3, 16, 16) and x.dtype == torch.float32
+    assert float(x.min()) >= -1.0 and float(x.max()) <= 1.0
+    assert y.dtype == torch.int64 and set(y.tolist()) <= {0, 1, 2}
+
+
+def test_one_channel_models_get_one_channel_batches(folder):
+    x, _ = next(batches_of(folder, in_chans=1).train(epoch=0, micro_batch=4, num_batches=1))
+    assert x.shape == (4, 1, 16, 16)
+
+
+def test_labels_match_the_pixels_of_their_class(folder):
+    """Flat images whose red channel is 40 + 80 x class: the crop must carry its own label."""
+    for x, y in batches_of(folder).train(epoch=0, micro_batch=4, num_batches=5):
+        red = (x[:, 0].mean(dim=(1, 2)) + 1) * 127.5
+        assert torch.allclose(red, class_value(y).float(), atol=6)
+
+
+def test_validation_is_deterministic_and_crops_differ_between_epochs(folder):
+    b = batches_of(folder)
+    first = torch.cat([x for x, _ in b.validation(4)])
+    assert torch.equal(first, torch.cat([x for x, _ in b.validation(4)]))
+    epoch0 = [x for x, _ in b.train(0, 4, 2)]
+    assert all(torch.equal(a, c) for a, c in zip(epoch0, [x for x, _ in b.train(0, 4, 2)]))
+    assert not all(torch.equal(a, c) for a, c in zip(epoch0, [x for x, _ in b.train(1, 4, 2)]))
+
+
+def test_rank_shards_are_disjoint_and_cover_the_validation_split(folder):
+    labels = [torch.cat([y for _, y in batches_of(folder, rank=r, world=2).validation(2)]) for r in range(2)]
+    assert len(labels[0]) + len(labels[1]) == 3 * VAL_PER_CLASS
+    assert sorted(torch.cat(labels).tolist()) == [0, 0, 1, 1, 2, 2]
+
+
+def test_loader_worker_processes_give_the_same_crops_as_the_main_process(folder):
+    inline = [x for x, _ in batches_of(folder, workers=0).train(0, 4, 2)]
+    pooled = [x for x, _ in batches_of(folder, workers=1).train(0, 4, 2)]
+    assert all(torch.equal(a, c) for a, c in zip(inline, pooled))
+
+
+def test_sequence_parallel_ranks_of_one_group_share_a_data_parallel_rank(folder):
+    params = TrialParams(dataset="imagefolder", data_dir=str(folder), num_workers=4, sequence_parallel=2)
+    data = load_dataset("imagefolder", str(folder))
+    made = [make_batches(params, data, torch.device("cpu"), 16, torch.float32, rank) for rank in range(4)]
+    assert [(b.rank, b.world) for b in made] == [(0, 2), (0, 2), (1, 2), (1, 2)]
+
+
+# ---- CIFAR's pad-crop -------------------------------------------------------------------------------
+
+
+def test_pad_crop_is_a_shifted_window_of_the_zero_padded_image():
+    torch.manual_seed(0)
+    x = torch.arange(2 * 6 * 6, dtype=torch.float32).view(2, 1, 6, 6) + 1
+    out = pad_crop(x, 2)
+    assert out.shape == x.shape
+    padded = torch.nn.functional.pad(x, (2, 2, 2, 2))
+    for b in range(2):
+        windows = [padded[b, :, i : i + 6, j : j + 6] for i in range(5) for j in range(5)]
+        assert any(torch.equal(out[b], w) for w in windows)
+
+
+def test_pad_crop_of_zero_is_the_identity():
+    x = torch.rand(3, 3, 5, 5)
+    assert torch.equal(pad_crop(x, 0), x)

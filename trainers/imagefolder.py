@@ -1,0 +1,217 @@
+"""ImageNet-style ``train/<class>/*`` and ``val/<class>/*`` folders, streamed at the model's resolution.
+
+Only the file list lives in memory; each rank's DataLoader workers read, decode and crop its shard of
+an epoch (timm/torchvision recipes), so memory per rank is bounded by the prefetch depth whatever the
+folder's size.  The GPU path reads JPEG bytes in the workers and decodes a whole micro batch with
+nvJPEG on the device (``torchvision.io.decode_jpeg(list, device="cuda")``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.utils.data import Dataset
+
+from raysweep.errors import UsageError
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+JPEG_SUFFIXES = (".jpg", ".jpeg")
+# timm's and torchvision's evaluation recipe: resize the shorter side to size / 0.875, centre crop.
+VAL_CROP_FRACTION = 0.875
+
+
+@dataclass(frozen=True)
+class CropRecipe:
+    """RandomResizedCrop's ranges and the flip: the trial's augmentation parameters."""
+
+    scale_min: float = 0.08
+    ratio_min: float = 3 / 4
+    ratio_max: float = 4 / 3
+    flip: bool = True
+
+
+@dataclass
+class FolderSplit:
+    """One split's files (sorted by class, then name) and their class indices."""
+
+    files: list[str]
+    labels: list[int]
+
+
+@dataclass
+class FolderIndex:
+    classes: list[str]
+    train: FolderSplit
+    val: FolderSplit
+
+
+def image_files(folder: Path) -> list[str]:
+    return sorted(str(p) for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def index_imagefolder(data_dir: str) -> FolderIndex:
+    """The file list of both splits; a UsageError of one line naming the folder for each layout fault."""
+    root = Path(data_dir)
+    splits = {name: root / name for name in ("train", "val")}
+    for name, split in splits.items():
+        if not split.is_dir():
+            raise UsageError(f"imagefolder: {root} has no {name}/ folder (needs train/<class>/ and val/<class>/)")
+    class_sets = {name: sorted(d.name for d in split.iterdir() if d.is_dir()) for name, split in splits.items()}
+    if not class_sets["train"]:
+        raise UsageError(f"imagefolder: {splits['train']} has no class folders")
+    if class_sets["train"] != class_sets["val"]:
+        only_train = sorted(set(class_sets["train"]) - set(class_sets["val"]))
+        only_val = sorted(set(class_sets["val"]) - set(class_sets["train"]))
+        raise UsageError(
+            f"imagefolder: class folders of {splits['train']} and {splits['val']} differ "
+            f"(only in train: {only_train[:5]}, only in val: {only_val[:5]})"
+        )
+    classes = class_sets["train"]
+    read = {}
+    for name, split in splits.items():
+        files, labels = [], []
+        for label, cls in enumerate(classes):
+            found = image_files(split / cls)
+            if not found:
+                raise UsageError(f"imagefolder: class folder {split / cls} has no images ({', '.join(IMAGE_SUFFIXES)})")
+            files += found
+            labels += [label] * len(found)
+        read[name] = FolderSplit(files, labels)
+    return FolderIndex(classes, read["train"], read["val"])
+
+
+def check_imagefolder(data_dir: str) -> None:
+    """Before any trial starts (the planner calls it): the folder's layout, one line per fault."""
+    index_imagefolder(data_dir)
+
+
+def decode_file(path: str, in_chans: int) -> torch.Tensor:
+    """uint8 (in_chans, H, W) from any format torchvision or PIL decodes; grey, CMYK and palettes converted.
+
+    A file neither can decode raises a UsageError naming it: a corrupt input stops the trial rather
+    than silently shrinking the split.
+    """
+    from torchvision.io import ImageReadMode, decode_image
+
+    mode = ImageReadMode.GRAY if in_chans == 1 else ImageReadMode.RGB
+    try:
+        return decode_image(path, mode=mode)
+    except (RuntimeError, ValueError):
+        pass  # formats libjpeg/libpng of torchvision reject (some CMYK, TIFF, odd GIFs): PIL next
+    try:
+        import numpy as np
+        from PIL import Image
+
+        with Image.open(path) as img:
+            pixels = np.asarray(img.convert("L" if in_chans == 1 else "RGB"))
+    except Exception as e:  # PIL raises many types for damaged files; each means the same here
+        raise UsageError(f"imagefolder: cannot decode {path}: {e}") from e
+    pixels = pixels[None] if pixels.ndim == 2 else pixels.transpose(2, 0, 1)
+    return torch.from_numpy(pixels.copy())
+
+
+def random_crop_box(
+    height: int, width: int, recipe: CropRecipe, generator: torch.Generator
+) -> tuple[int, int, int, int]:
+    """torchvision's RandomResizedCrop.get_params (top, left, h, w), drawn from ``generator``."""
+    area = height * width
+    log_ratio = (math.log(recipe.ratio_min), math.log(recipe.ratio_max))
+    for _ in range(10):
+        target = area * (recipe.scale_min + (1 - recipe.scale_min) * torch.rand(1, generator=generator).item())
+        aspect = math.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * torch.rand(1, generator=generator).item())
+        w = round(math.sqrt(target * aspect))
+        h = round(math.sqrt(target / aspect))
+        if 0 < w <= width and 0 < h <= height:
+            top = int(torch.randint(0, height - h + 1, (1,), generator=generator))
+            left = int(torch.randint(0, width - w + 1, (1,), generator=generator))
+            return top, left, h, w
+    # fallback, as torchvision: the whole image clamped to the ratio range, centred
+    in_ratio = width / height
+    if in_ratio < recipe.ratio_min:
+        w, h = width, round(width / recipe.ratio_min)
+    elif in_ratio > recipe.ratio_max:
+        h, w = height, round(height * recipe.ratio_max)
+    else:
+        w, h = width, height
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+def train_crop(image: torch.Tensor, size: int, recipe: CropRecipe, generator: torch.Generator) -> torch.Tensor:
+    """RandomResizedCrop to ``size`` x ``size`` and a random horizontal flip; works on CPU or device tensors."""
+    from torchvision.transforms.v2.functional import resized_crop
+
+    top, left, h, w = random_crop_box(image.shape[-2], image.shape[-1], recipe, generator)
+    out = resized_crop(image, top, left, h, w, [size, size], antialias=True)
+    if recipe.flip and torch.rand(1, generator=generator).item() < 0.5:
+        out = out.flip(-1)
+    return out
+
+
+def val_crop(image: torch.Tensor, size: int) -> torch.Tensor:
+    """Resize the shorter side to size / 0.875, then the centre size x size: deterministic."""
+    from torchvision.transforms.v2.functional import center_crop, resize
+
+    return center_crop(resize(image, [int(size / VAL_CROP_FRACTION)], antialias=True), [size, size])
+
+
+class DecodedImages(Dataset):
+    """CPU path: ``(uint8 (C, size, size), label)``; a training sample's crop is drawn from (seed, epoch, index)."""
+
+    def __init__(self, split: FolderSplit, size: int, in_chans: int, recipe: CropRecipe | None, seed: int):
+        self.split, self.size, self.in_chans, self.recipe, self.seed = split, size, in_chans, recipe, seed
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        return len(self.split.files)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        image = decode_file(self.split.files[i], self.in_chans)
+        if self.recipe is None:
+            return val_crop(image, self.size), self.split.labels[i]
+        # a generator per sample: the crop does not depend on which worker process decodes it
+        generator = torch.Generator().manual_seed(hash((self.seed, self.epoch, i)) & (2**63 - 1))
+        return train_crop(image, self.size, self.recipe, generator), self.split.labels[i]
+
+
+class EncodedImages(Dataset):
+    """GPU path: the file's bytes (uint8 1-D) and its label; decoded in batches on the device."""
+
+    def __init__(self, split: FolderSplit):
+        self.split = split
+
+    def __len__(self) -> int:
+        return len(self.split.files)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        from torchvision.io import read_file
+
+        return read_file(self.split.files[i]), self.split.labels[i]
+
+
+def collate_encoded(samples: list[tuple[torch.Tensor, int]]) -> tuple[list[torch.Tensor], torch.Tensor]:
+    return [s[0] for s in samples], torch.tensor([s[1] for s in samples], dtype=torch.int64)
+
+
+def decode_on_device(
+    encoded: list[torch.Tensor],
+    device: torch.device,
+    size: int,
+    in_chans: int,
+    recipe: CropRecipe | None,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """One nvJPEG call for the micro batch, then each image's crop on the device: uint8 (B, C, size, size)."""
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    mode = ImageReadMode.GRAY if in_chans == 1 else ImageReadMode.RGB
+    images = decode_jpeg(encoded, mode=mode, device=device)
+    if recipe is None:
+        return torch.stack([val_crop(img, size) for img in images])
+    return torch.stack([train_crop(img, size, recipe, generator) for img in images])
+
+
+def all_jpeg(index: FolderIndex) -> bool:
+    return all(f.lower().endswith(JPEG_SUFFIXES) for f in index.train.files + index.val.files)

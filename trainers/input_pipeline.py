@@ -1,0 +1,72 @@
+"""The image-folder input pipeline alone: decoded, cropped, normalised micro batches per second on one rank.
+
+``python -m raysweep.bench`` calls ``measure_input_pipeline``; it is also a script of its own:
+``python -m trainers.input_pipeline DIR --size 224 --batch 256 --decode gpu --workers 8 --seconds 20``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from trainers.batches import Batches, FolderLoading
+from trainers.datasets import load_dataset
+
+
+def measure_input_pipeline(
+    folder: str, image_size: int, batch: int, decode: str, workers: int, seconds: float
+) -> dict[str, float | int | str]:
+    """Training micro batches of ``folder`` on this host's first GPU (else the CPU) for about ``seconds``.
+
+    The first batch is left out of the rate: it pays for starting the loader processes, which a trial
+    pays once per epoch.  On CUDA the clock stops only after the device has finished the last batch.
+    """
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    data = load_dataset("imagefolder", folder)
+    batches = Batches(data, device, image_size, torch.float32, 0, 1, 0, FolderLoading(decode=decode, workers=workers))
+    per_epoch = max(1, data.num_train // batch)
+    images, started, epoch, first_batch_s = 0, time.perf_counter(), 0, 0.0
+    while True:
+        for x, _ in batches.train(epoch, batch, per_epoch):
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            if not first_batch_s:
+                first_batch_s = time.perf_counter() - started
+                started = time.perf_counter()
+                continue
+            images += x.shape[0]
+            if time.perf_counter() - started >= seconds:
+                elapsed = time.perf_counter() - started
+                return {
+                    "images_per_s": images / elapsed,
+                    "images": images,
+                    "seconds": elapsed,
+                    "first_batch_s": first_batch_s,
+                    "decode": "gpu" if batches.gpu_decode() else "cpu",
+                    "workers": workers,
+                    "device": str(device),
+                    "image_size": image_size,
+                    "batch": batch,
+                }
+        epoch += 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder")
+    parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--decode", default="auto", choices=("auto", "cpu", "gpu"))
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args()
+    print(
+        json.dumps(measure_input_pipeline(args.folder, args.size, args.batch, args.decode, args.workers, args.seconds))
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -24,8 +24,8 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "vit_base_patch16_avg_224": ("vit_base_patch16_224", {"class_token": False, "global_pool": "avg"}),
     "vit_micro_avg_patch4_32": (
         "vit_tiny_patch16_224",
-        {"img_size": 32, "patch_size": 4, "embed_dim": 96, "depth": 4, "num_heads": 4}
-        | {"class_token": False, "global_pool": "avg"},
+        {"img_size": 32, "patch_size": 4, "embed_dim": 96, "depth": 4, "num_heads": 4, "class_token": False}
+        | {"global_pool": "avg"},
     ),
 }
 

@@ -119,7 +119,8 @@ class SequenceParallelViT(nn.Module):
         vit = self.vit
         x = vit.norm_pre(vit.patch_drop(vit._pos_embed(vit.patch_embed(x))))
         total_tokens = x.shape[1]
-        x = x.chunk(self.sp_size, dim=1)[self.sp_rank]
+        # A copy, not a view: a view would keep the whole image's embeddings alive until the backward.
+        x = x.chunk(self.sp_size, dim=1)[self.sp_rank].clone()
         x = vit.norm(vit.blocks(x))  # norm is Identity under avg pooling (fc_norm follows the pool)
         pooled = dist_fn.all_reduce(x.sum(dim=1), group=self.group) / total_tokens
         return vit.head(vit.head_drop(vit.fc_norm(pooled)))

@@ -115,8 +115,8 @@ def test_activation_memory_per_rank_falls_with_sp(sp_runs, reference):
     """Saved-for-backward bytes per rank: the blocks' share scales as 1/SP, the patch embedding stays whole."""
     full, sp2, sp4 = reference["activation"], sp_runs[(4, 2)]["activation"], sp_runs[(4, 4)]["activation"]
     print(f"activation bytes per rank: SP1 {full}, SP2 {sp2}, SP4 {sp4}")
-    assert sp2 < 0.65 * full
-    assert sp4 < 0.65 * sp2
+    assert sp2 < 0.7 * full
+    assert sp4 < 0.75 * sp2
 
 
 def test_groups_are_consecutive_for_sp_and_strided_for_dp():

@@ -6,8 +6,8 @@ so around the attention core one all-to-all turns "my tokens, all heads" into "a
 heads" and a second turns it back (Ulysses). The head sees features mean-pooled over all tokens:
 an all-reduce of each shard's token sum over the SP group.
 
-Gradient rule (exact, pinned by tests/test_sequence_parallel.py): the pooled features come from
-``torch.distributed.nn.functional.all_reduce``, whose backward is again an all-reduce SUM. Every SP
+Gradient rule (exact, pinned by tests/test_sequence_parallel.py): the pooled features come from an
+all-reduce SUM whose backward is again an all-reduce SUM (as ``torch.distributed.nn.functional``'s). Every SP
 rank computes the same logits and the same loss (the full samples' loss), so each rank's gradient
 of its shard's token sum is ``sp x`` the true one; parameters before the pooling get ``sp x`` their
 shard's share, parameters after it (fc_norm, head) the full gradient. The mean over the SP group of
@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
-import torch.distributed.nn.functional as dist_fn
 import torch.nn.functional as F
 from torch import nn
 
@@ -62,10 +61,40 @@ def build_groups(world: int, sp: int) -> ParallelGroups:
     return ParallelGroups(sp_handles[rank // sp], rank % sp, sp, dp_handles[rank % sp], rank // sp, world // sp)
 
 
+class _AllToAll(torch.autograd.Function):
+    """Chunk i of dim 0 goes to rank i of the group; the result's chunk i came from rank i. The
+    backward sends every gradient chunk back where its value came from: the same all-to-all."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
+        ctx.group = group
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        dist.all_to_all_single(out, x, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return _AllToAll.apply(grad, ctx.group), None
+
+
+class _AllReduceSum(torch.autograd.Function):
+    """Sum over the group; the backward sums the gradients over the group too (the module docstring's rule)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
+        ctx.group = group
+        out = x.clone()
+        dist.all_reduce(out, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return _AllReduceSum.apply(grad, ctx.group), None
+
+
 def all_to_all(x: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
-    """Chunk i of dim 0 goes to rank i; the result's chunk i came from rank i. Autograd-aware."""
-    x = x.contiguous()
-    return dist_fn.all_to_all_single(torch.empty_like(x), x, group=group)
+    return _AllToAll.apply(x, group)
 
 
 class UlyssesAttention(nn.Module):
@@ -122,7 +151,7 @@ class SequenceParallelViT(nn.Module):
         # A copy, not a view: a view would keep the whole image's embeddings alive until the backward.
         x = x.chunk(self.sp_size, dim=1)[self.sp_rank].clone()
         x = vit.norm(vit.blocks(x))  # norm is Identity under avg pooling (fc_norm follows the pool)
-        pooled = dist_fn.all_reduce(x.sum(dim=1), group=self.group) / total_tokens
+        pooled = _AllReduceSum.apply(x.sum(dim=1), self.group) / total_tokens
         return vit.head(vit.head_drop(vit.fc_norm(pooled)))
 
 

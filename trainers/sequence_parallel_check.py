@@ -1,0 +1,80 @@
+"""Whether a trial's sequence-parallel degree fits its model and engine, checked before it starts.
+
+Supported: engine=deepspeed with ZeRO 0, 1, 2 and engine=ddp (their gradient mean over all ranks is
+exact, see trainers/sequence_parallel.py). Refused: ZeRO-3 (it gathers a module's parameters when that
+module runs, and the SP forward reads the position embedding outside any submodule's forward) and
+engine=fsdp (not built for it yet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from raysweep.errors import UsageError
+from raysweep.params import TrialParams
+
+SP_ENGINES = ("deepspeed", "ddp")
+SP_ZERO_STAGES = (0, 1, 2)
+
+
+@dataclass(frozen=True)
+class TokenShape:
+    """What SP splits: attention heads and tokens per image (patches plus class/register tokens)."""
+
+    num_heads: int
+    num_tokens: int
+    prefix_tokens: int
+    global_pool: str
+
+
+def check_sequence_parallel(
+    sp: int, shape: TokenShape, zero_stage: int, engine: str, num_workers: int, model: str = "the model"
+) -> None:
+    """Raise UsageError, one line naming the field, unless ``sp`` can split this trial."""
+    if sp == 1:
+        return
+    if num_workers % sp:
+        raise UsageError(f"num_workers={num_workers} is not a multiple of sequence_parallel={sp}")
+    if engine not in SP_ENGINES:
+        raise UsageError(f"sequence_parallel={sp} needs engine in {SP_ENGINES}, got engine={engine!r}")
+    if engine == "deepspeed" and zero_stage not in SP_ZERO_STAGES:
+        raise UsageError(f"sequence_parallel={sp} supports zero_stage in {SP_ZERO_STAGES}, got zero_stage={zero_stage}")
+    if shape.prefix_tokens or shape.global_pool != "avg":
+        raise UsageError(
+            f"sequence_parallel={sp} needs a ViT without class token that average-pools; {model} has "
+            f"{shape.prefix_tokens} prefix token(s) and global_pool={shape.global_pool!r} ({shape.num_tokens} tokens): "
+            "use class_token=False/global_pool='avg', e.g. model=vit_base_patch16_avg_224"
+        )
+    if shape.num_heads % sp:
+        raise UsageError(f"sequence_parallel={sp} must divide the {shape.num_heads} attention heads of {model}")
+    if shape.num_tokens % sp:
+        raise UsageError(f"sequence_parallel={sp} must divide the {shape.num_tokens} tokens per image of {model}")
+
+
+def token_shape(model_name: str, image_size: int = 0) -> TokenShape:
+    """Heads and tokens of a raysweep preset or timm ViT, read off a copy built on the meta device (no memory)."""
+    import torch
+
+    from trainers.models import create_model
+
+    with torch.device("meta"):
+        vit = create_model(model_name, num_classes=1, image_size=image_size)
+    if not hasattr(vit, "patch_embed") or not hasattr(vit, "blocks"):
+        raise UsageError(f"sequence_parallel needs a timm VisionTransformer; model={model_name!r} is not one")
+    prefix = int(getattr(vit, "num_prefix_tokens", 0))
+    return TokenShape(
+        num_heads=int(vit.blocks[0].attn.num_heads),
+        num_tokens=int(vit.patch_embed.num_patches) + prefix,
+        prefix_tokens=prefix,
+        global_pool=str(getattr(vit, "global_pool", "")),
+    )
+
+
+def check_trial(params: TrialParams) -> None:
+    """The planner's check: reads the model's shape only when SP is on."""
+    if params.sequence_parallel == 1:
+        return
+    shape = token_shape(params.model, params.image_size)
+    check_sequence_parallel(
+        params.sequence_parallel, shape, params.zero_stage, params.engine, params.num_workers, f"model={params.model}"
+    )

@@ -28,11 +28,7 @@ import torch.nn.functional as F
 
 from raysweep.plan import format_table
 from raysweep.store import read_table
-
-
-def synchronize() -> None:
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
+from trainers.timing import synchronize
 
 
 def device() -> torch.device:
@@ -65,12 +61,12 @@ def plain_pytorch(model_name: str, batch: int, steps: int, warmup: int, compile:
     t0 = time.perf_counter()
     for _ in range(warmup):
         step()
-    synchronize()
+    synchronize(dev)
     warmup_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
-    synchronize()
+    synchronize(dev)
     elapsed = time.perf_counter() - t0
     return {"batch": batch, "compile": compile, "plain_img_s": batch * steps / elapsed, "plain_warmup_s": warmup_s}
 
@@ -92,15 +88,16 @@ def matmul_peak_tflops() -> float | None:
     """The card's measured bf16 matrix ceiling (None on CPU)."""
     if not torch.cuda.is_available():
         return None
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    dev = torch.device("cuda")
+    a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
     b = torch.randn_like(a)
     for _ in range(3):
         a @ b
-    synchronize()
+    synchronize(dev)
     t0 = time.perf_counter()
     for _ in range(20):
         a @ b
-    synchronize()
+    synchronize(dev)
     return 2 * 8192**3 * 20 / (time.perf_counter() - t0) / 1e12
 
 
@@ -126,11 +123,11 @@ def input_pipeline_rate(data_dir: Path, batch: int, image_size: int, batches: in
     source = Batches(load_dataset("cifar10", str(data_dir)), dev, image_size, dtype, rank=0, world=1, seed=0)
     for _ in source.train(0, batch, 3):
         pass
-    synchronize()
+    synchronize(dev)
     t0 = time.perf_counter()
     for x, _ in source.train(1, batch, batches):
         x.sum()  # the batch is really materialised
-    synchronize()
+    synchronize(dev)
     return batch * batches / (time.perf_counter() - t0)
 
 
@@ -216,10 +213,6 @@ def run(args: argparse.Namespace) -> dict:
         if peak
         else None,  # fmt: skip
     }
-
-
-def mfu_key(row: dict) -> str:
-    return f"batch {row['batch']}" + (" compiled" if row["compile"] else "")
 
 
 def report(result: dict) -> str:

@@ -13,8 +13,6 @@ from typing import Any
 
 import pyarrow as pa
 
-TRIAL_STATUSES = ("completed", "failed", "oom")
-
 TRIALS = pa.schema(
     [
         ("sweep", pa.string()),
@@ -100,24 +98,6 @@ RANKS = pa.schema(
 )
 
 TABLES: dict[str, pa.Schema] = {"trials": TRIALS, "epochs": EPOCHS, "ranks": RANKS}
-
-COLUMN_DOCS: dict[str, str] = {
-    "status": "completed | failed | oom",
-    "throughput": "training samples per second over all ranks, warm-up steps excluded",
-    "throughput_per_worker": "throughput / num_workers",
-    "step_time_ms": "mean wall time of one optimizer step (all micro batches)",
-    "step_time_p95_ms": "95th percentile of the optimizer step time",
-    "data_wait_fraction": "share of step time spent waiting for the next batch",
-    "comm_time_ms": "time one gradient all-reduce of the model's gradients takes on this group",
-    "comm_fraction": "comm_time_ms / step_time_ms (0 for one rank)",
-    "setup_s": "Tune starting the trial to its first training step",
-    "teardown_s": "the trial's last report to its end (worker group shut down)",
-    "setup_breakdown": "JSON: seconds from trial start to the end of each setup phase on rank 0",
-    "warmup_s": "wall time of the warm-up steps left out of the throughput (torch.compile happens here)",
-    "train_time_s": "wall time of the training epochs, validation excluded",
-    "trial_wall_s": "trial start to trial end, everything included",
-    "peak_mem_gib": "peak device memory (GPU) or peak resident memory (CPU) of the busiest rank",
-}
 
 
 def table_from_rows(name: str, rows: list[dict[str, Any]]) -> pa.Table:

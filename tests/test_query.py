@@ -21,10 +21,24 @@ def results(tmp_path: Path) -> Path:
     """Two sweeps: 'alpha' with trials and epochs (no ranks), 'beta' with trials only."""
     alpha = ResultStore(tmp_path, "alpha")
     for n, seconds in ((1, 100.0), (2, 55.0), (4, 30.0)):
-        alpha.write_rows("trials", f"a{n}", [{"status": "completed", "num_workers": n, "train_time_s": seconds,
-                                              "throughput": 4096 / seconds, "node_ids": ["n0"] * n}])
-        alpha.write_rows("epochs", f"a{n}", [{"epoch": e, "val_accuracy": 0.5 + 0.2 * e, "elapsed_s": seconds * (e + 1)}
-                                             for e in range(2)])
+        alpha.write_rows(
+            "trials",
+            f"a{n}",
+            [
+                {
+                    "status": "completed",
+                    "num_workers": n,
+                    "train_time_s": seconds,
+                    "throughput": 4096 / seconds,
+                    "node_ids": ["n0"] * n,
+                }
+            ],
+        )
+        alpha.write_rows(
+            "epochs",
+            f"a{n}",
+            [{"epoch": e, "val_accuracy": 0.5 + 0.2 * e, "elapsed_s": seconds * (e + 1)} for e in range(2)],
+        )
     alpha.write_rows("trials", "a8", [{"status": "oom", "num_workers": 8}])
     beta = ResultStore(tmp_path, "beta")
     beta.write_rows("trials", "b1", [{"status": "completed", "num_workers": 1, "train_time_s": 10.0}])
@@ -40,8 +54,10 @@ def test_views_exist_with_schema_columns_even_without_files(results):
 
 
 def test_aggregate_over_all_sweeps(results):
-    sql = ("SELECT sweep, count(*) AS trials, sum(status = 'completed')::INT AS completed, "
-           "min(train_time_s) AS fastest_s FROM trials GROUP BY sweep ORDER BY sweep")
+    sql = (
+        "SELECT sweep, count(*) AS trials, sum(status = 'completed')::INT AS completed, "
+        "min(train_time_s) AS fastest_s FROM trials GROUP BY sweep ORDER BY sweep"
+    )
     assert run_query(connect(results), sql).to_pylist() == [
         {"sweep": "alpha", "trials": 4, "completed": 3, "fastest_s": 30.0},
         {"sweep": "beta", "trials": 1, "completed": 1, "fastest_s": 10.0},
@@ -49,8 +65,10 @@ def test_aggregate_over_all_sweeps(results):
 
 
 def test_join_epochs_to_trials(results):
-    sql = ("SELECT t.num_workers, max(e.val_accuracy) AS best, max(e.elapsed_s) AS wall_s FROM trials t "
-           "JOIN epochs e USING (sweep, trial_id) GROUP BY 1 ORDER BY 1")
+    sql = (
+        "SELECT t.num_workers, max(e.val_accuracy) AS best, max(e.elapsed_s) AS wall_s FROM trials t "
+        "JOIN epochs e USING (sweep, trial_id) GROUP BY 1 ORDER BY 1"
+    )
     rows = run_query(connect(results), sql).to_pylist()
     assert [(r["num_workers"], r["wall_s"]) for r in rows] == [(1, 200.0), (2, 110.0), (4, 60.0)]
     assert all(r["best"] == pytest.approx(0.7) for r in rows)
@@ -79,13 +97,16 @@ def test_out_writes_csv_and_parquet(results, suffix):
     assert table.column("num_workers").to_pylist() == [1, 2, 4, 1]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["SELEC 1"], "Parser Error"),
-    (["SELECT no_such_column FROM trials"], "no_such_column"),
-    (["SELECT * FROM trials", "--sweep", "gamma"], "no sweep 'gamma'"),
-    (["SELECT * FROM trials", "--sweep", "../alpha"], "not allowed"),
-    (["SELECT * FROM trials", "--out", "result.json"], "use a .csv or .parquet"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["SELEC 1"], "Parser Error"),
+        (["SELECT no_such_column FROM trials"], "no_such_column"),
+        (["SELECT * FROM trials", "--sweep", "gamma"], "no sweep 'gamma'"),
+        (["SELECT * FROM trials", "--sweep", "../alpha"], "not allowed"),
+        (["SELECT * FROM trials", "--out", "result.json"], "use a .csv or .parquet"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(results, capsys, argv, message):
     assert main([*argv, "--results-dir", str(results)]) == 2
     err = capsys.readouterr().err
@@ -107,7 +128,11 @@ def test_bad_sql_raises_duckdb_error_in_the_library(results):
 
 
 def test_module_runs_as_a_program(results):
-    done = subprocess.run([sys.executable, "-m", "raysweep.query", "SELECT count(*) AS n FROM epochs",
-                           "--results-dir", str(results)], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[1], timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "raysweep.query", "SELECT count(*) AS n FROM epochs", "--results-dir", str(results)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stdout.split() == ["n", "6"]

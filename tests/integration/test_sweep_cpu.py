@@ -19,9 +19,21 @@ def assert_filled(row: dict) -> None:
 def test_two_worker_deepspeed_trial_fills_every_table(tmp_path):
     """2 DeepSpeed ranks over gloo: every trials column, one epochs row per epoch, one ranks row per rank."""
     proc = run_cli(
-        "--space", "batch_grid", "--results-dir", str(tmp_path), "--name", "two",
-        "--set", "num_workers=2", "--set", "micro_batch_per_worker=[16]", "--set", "train_samples=256",
-        "--epochs", "2", "--no-report",
+        "--space",
+        "batch_grid",
+        "--results-dir",
+        str(tmp_path),
+        "--name",
+        "two",
+        "--set",
+        "num_workers=2",
+        "--set",
+        "micro_batch_per_worker=[16]",
+        "--set",
+        "train_samples=256",
+        "--epochs",
+        "2",
+        "--no-report",
     )
     assert proc.returncode == 0, explain(proc)
     sweep = tmp_path / "two"

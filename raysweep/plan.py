@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from raysweep.checks import check_trial
 from raysweep.cluster import Capacity, Demand, local_num_cpus
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
 from raysweep.space import SearchSpace
 
 
-def plan_trials(space: SearchSpace, capacity: Capacity) -> tuple[list[TrialParams], list[str]]:
+def plan_trials(
+    space: SearchSpace, capacity: Capacity, *, local_files: bool = True
+) -> tuple[list[TrialParams], list[str]]:
     """Expand, resolve for this cluster, validate, and check each trial can ever fit."""
     trials, notes = [], []
     for params in space.expand():
         params = params.resolve(cluster_has_gpus=capacity.total_gpus > 0)
-        params.validate()
+        check_trial(params, local_files=local_files)
         demand = Demand.of(params)
         if Capacity({n: dict(r) for n, r in capacity.nodes.items()}).place(demand) is None:
             message = f"a trial needs {demand.describe()} but the cluster has {capacity.describe()}"

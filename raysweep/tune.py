@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from raysweep.checks import check_trial
 from raysweep.cluster import Capacity
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
@@ -184,7 +185,7 @@ def run(args: argparse.Namespace, argv: list[str] | None) -> int:
     sweep = check_name("sweep", args.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     static = space.expand()
     for params in static:
-        params.validate()
+        check_trial(params, local_files=not args.address)
 
     # A GPU-only space on a machine without GPUs is skipped, and a dry run says so rather than
     # planning CPU trials that would never run (--assume-gpus plans for GPUs instead).
@@ -202,7 +203,7 @@ def run(args: argparse.Namespace, argv: list[str] | None) -> int:
 
     if args.dry_run:
         capacity = joined_capacity(args.address) if args.address else local_capacity(static, args.assume_gpus)
-        return dry_run(space, capacity)
+        return dry_run(space, capacity, local_files=not args.address)
     capacity = None if args.address else local_capacity(static, None)
     trials, notes = plan_trials(space, capacity) if capacity else (None, [])
     store = prepare_results_dir(args.results_dir, sweep)
@@ -252,8 +253,8 @@ def joined_capacity(address: str) -> Capacity:
     return Capacity.of_cluster()
 
 
-def dry_run(space: SearchSpace, capacity: Capacity) -> int:
-    trials, notes = plan_trials(space, capacity)
+def dry_run(space: SearchSpace, capacity: Capacity, *, local_files: bool) -> int:
+    trials, notes = plan_trials(space, capacity, local_files=local_files)
     print(f"space {space.name}: {space.description}")
     print(f"cluster: {capacity.describe()}")
     print(trial_table(trials))

@@ -45,11 +45,11 @@ def train_fn_per_worker(config: dict) -> None:
         model = create_model(params.model, data.num_classes, params.image_size)
     num_grads = sum(p.numel() for p in model.parameters() if p.requires_grad)
     meter.mark("model_built")
-    engine = build_engine(params, model, device)
+    plan = EpochPlan.of(params, data)
+    engine = build_engine(params, model, device, total_steps=plan.steps_per_epoch * params.epochs)
     meter.mark("engine_ready")
     image_size = params.image_size or native_image_size(params.model)
     batches = Batches(data, device, image_size, engine.input_dtype, rank, world, params.seed)
-    plan = EpochPlan.of(params, data)
     if restore_checkpoint(engine, meter) and rank == 0:
         print(f"raysweep: resumed from checkpoint after epoch {len(meter.epochs) - 1}", flush=True)
     straggler = Straggler(params, rank, world, device)

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import ray.tune
-from ray.train import RunConfig, ScalingConfig, TrainingFailedError
+from ray.train import LoggingConfig, RunConfig, ScalingConfig, TrainingFailedError
 from ray.train.torch import TorchConfig, TorchTrainer
 from ray.tune.integration.ray_train import TuneReportCallback
 
@@ -71,6 +71,9 @@ def build_trainer(config: dict, trial_id: str, started_at: float, attempt: int) 
             storage_path=config["storage_path"],
             callbacks=[TuneReportCallback()],
             worker_runtime_env={"env_vars": worker_env(params)},
+            # Ray Train's INFO lines (resources requested, worker group started, process group set up)
+            # go to its log files only; its warnings and errors still reach the screen.
+            logging_config=LoggingConfig(log_level="WARNING"),
         ),
     )
 

@@ -18,6 +18,7 @@ from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
 from raysweep.plan import format_table, plan_trials, trial_table
 from raysweep.progress import ProgressCallback, SweepMetrics, plain_log_output, watch_hints
+from raysweep.ray_logs import logs_location, quiet_forwarded_logs
 from raysweep.recorder import ResultTablesCallback
 from raysweep.scheduler import FitScheduler
 from raysweep.space import SearchSpace
@@ -129,6 +130,8 @@ def connect(options: SweepOptions, address: str | None, trials: list[TrialParams
     else:
         cluster.start_local(cluster.local_num_cpus(trials), options.dashboard_host, dashboard=options.dashboard)
     plain_log_output()
+    quiet_forwarded_logs()
+    print(f"Ray's logs: {logs_location()}")
     url = cluster.dashboard_url()
     print(f"Ray dashboard: {url}" if url else "Ray dashboard: not available on this cluster")
 

@@ -60,3 +60,11 @@ def test_load_sweep_of_a_directory_without_a_sweep_is_a_usage_error(tmp_path):
         raysweep.load_sweep(tmp_path / "nowhere")
     with pytest.raises(UsageError, match="not a raysweep sweep"):
         raysweep.load_sweep(tmp_path)
+
+
+def test_ray_chatter_is_recognised_and_raysweep_lines_are_not():
+    from raysweep.ray_logs import is_chatter
+
+    assert is_chatter("Reporting training result 3: TrainingReport(checkpoint=None, metrics={...}) from rank 0")
+    assert is_chatter("Failed to query Ray Train Controller actor state. State API may be temporarily unavailable.")
+    assert not is_chatter("raysweep: resumed from checkpoint after epoch 0")

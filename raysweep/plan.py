@@ -6,6 +6,7 @@ from raysweep.checks import check_trial
 from raysweep.cluster import Capacity, Demand, local_num_cpus
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
+from raysweep.schema import params_row
 from raysweep.space import SearchSpace
 
 
@@ -79,12 +80,7 @@ def trial_table(trials: list[TrialParams], columns: list[str] | None = None) -> 
     columns = [*columns, *varying, "needs"]
     rows = []
     for i, t in enumerate(trials):
-        values = {
-            **t.to_dict(),
-            "micro_batch_per_worker": t.effective_micro_batch,
-            "global_batch": t.train_batch_size,
-            "needs": Demand.of(t).describe(),
-        }
+        values = {**params_row(t), "needs": Demand.of(t).describe()}
         rows.append([str(i)] + [str(values[c]) or "-" for c in columns])
     return format_table(["#"] + columns, rows)
 

@@ -63,6 +63,7 @@ def run_sweep(
             Capacity.of_cluster(),
             base_config={
                 "sweep": sweep,
+                "sweep_dir": str(store.root.resolve()),
                 "storage_path": str((store.root / "_ray").resolve()),
                 "collective_timeout_s": options.collective_timeout,
                 "max_failures": options.max_failures,

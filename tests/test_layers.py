@@ -18,6 +18,7 @@ VOCABULARY = {
     "raysweep.schema",
     "raysweep.store",
     "raysweep.fault_spec",
+    "raysweep.reports",
 }
 
 

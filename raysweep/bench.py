@@ -26,8 +26,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from raysweep.plan import format_table
 from raysweep.store import read_table
+from raysweep.text_table import format_table
 from trainers.timing import synchronize
 
 

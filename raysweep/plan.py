@@ -8,6 +8,7 @@ from raysweep.errors import UsageError
 from raysweep.params import TrialParams
 from raysweep.schema import params_row
 from raysweep.space import SearchSpace
+from raysweep.text_table import format_table
 
 
 def plan_trials(
@@ -83,12 +84,3 @@ def trial_table(trials: list[TrialParams], columns: list[str] | None = None) -> 
         values = {**params_row(t), "needs": Demand.of(t).describe()}
         rows.append([str(i)] + [str(values[c]) or "-" for c in columns])
     return format_table(["#"] + columns, rows)
-
-
-def format_table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])

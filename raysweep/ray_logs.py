@@ -11,6 +11,9 @@ dropped from the screen only.
 
 from __future__ import annotations
 
+import os
+import sys
+
 CHATTER = (
     "Reporting training result",  # ray/train/v2/_internal/execution/context.py, per report, every rank
     "State API may be temporarily unavailable",  # ray/train/v2/.../controller/placement_group_cleaner.py
@@ -48,3 +51,9 @@ def logs_location() -> str:
     if node is not None:
         return node.get_logs_dir_path()
     return "/tmp/ray/session_latest/logs on the cluster's head node"
+
+
+def plain_log_output() -> None:
+    """On a plain log, Ray's forwarded worker lines come without colour codes too."""
+    if not sys.stdout.isatty():
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # read by Ray as it prints each line

@@ -16,14 +16,16 @@ from raysweep import cluster
 from raysweep.cluster import DRIVER_CPU, Capacity
 from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
-from raysweep.plan import format_table, plan_trials, trial_table
-from raysweep.progress import ProgressCallback, SweepMetrics, plain_log_output, watch_hints
-from raysweep.ray_logs import logs_location, quiet_forwarded_logs
+from raysweep.plan import plan_trials, trial_table
+from raysweep.progress import ProgressCallback
+from raysweep.ray_logs import logs_location, plain_log_output, quiet_forwarded_logs
 from raysweep.recorder import ResultTablesCallback
-from raysweep.scheduler import FitScheduler
+from raysweep.searcher import FitSearcher
 from raysweep.space import SearchSpace
 from raysweep.store import ResultStore
+from raysweep.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.tensorboard_logger import TensorBoardCallback
+from raysweep.text_table import format_table
 from raysweep.trackers import tracker_callbacks
 
 
@@ -58,7 +60,7 @@ def run_sweep(
                 "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             }
         )
-        scheduler = FitScheduler(
+        searcher = FitSearcher(
             trials,
             Capacity.of_cluster(),
             base_config={
@@ -74,7 +76,7 @@ def run_sweep(
         tuner = tune.Tuner(
             trainable(),
             tune_config=tune.TuneConfig(
-                search_alg=scheduler,
+                search_alg=searcher,
                 num_samples=len(trials),
                 reuse_actors=False,
                 trial_dirname_creator=trial_dirname,

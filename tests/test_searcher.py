@@ -144,7 +144,7 @@ def test_saved_state_restores_pending_running_and_capacity():
     trials = [gpu_trial(2), gpu_trial(2), gpu_trial(1)]
     s = searcher(trials, cpus=64.0, gpus=2.0)
     s.suggest("a")
-    restored = scheduler(trials, cpus=64.0, gpus=2.0)
+    restored = searcher(trials, cpus=64.0, gpus=2.0)
     restored.set_state(copy.deepcopy(s.get_state()))
     assert [i for i, _ in restored.pending] == [1, 2]
     assert restored.capacity.nodes == s.capacity.nodes

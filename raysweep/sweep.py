@@ -8,12 +8,14 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import ray
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from raysweep import cluster
 from raysweep.cluster import DRIVER_CPU, Capacity
+from raysweep.economy import economy_line, sweep_economy
 from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
 from raysweep.plan import plan_trials, trial_table
@@ -157,7 +159,9 @@ def fit_and_summarise(tuner: tune.Tuner, store: ResultStore, options: SweepOptio
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     started = time.time()
     tuner.fit()
-    print_summary(store, time.time() - started)
+    economy = sweep_economy(store.read("trials"), available_devices())
+    store.write_sweep_json({**store.read_sweep_json(), "economy": economy})
+    print_summary(store, time.time() - started, economy)
     return print_report(store) if options.report else None
 
 
@@ -173,26 +177,33 @@ def versions() -> dict[str, str]:
     return out
 
 
-def print_summary(store: ResultStore, elapsed: float) -> None:
+def available_devices() -> float:
+    """GPUs of the cluster, or on a CPU-only cluster its CPUs (what the trials could use)."""
+    resources = ray.cluster_resources()
+    return float(resources.get("GPU", 0.0) or resources.get("CPU", 0.0))
+
+
+# Beside the columns a sweep varies, every summary shows what each trial measured.
+SUMMARY_MEASURES = ["throughput", "step_time_ms", "peak_mem_gib", "val_accuracy", "setup_s"]
+
+
+def varied_columns(table: pa.Table) -> list[str]:
+    """The trial parameters that differ between this sweep's trials (resolved values), in field order."""
+    names = [n for n in TrialParams.field_names() if n in table.column_names and n not in ("inject_fault",)]
+    varied = [n for n in names if len({str(v) for v in table.column(n).to_pylist()}) > 1]
+    return varied or ["num_workers", "micro_batch_per_worker"]
+
+
+def print_summary(store: ResultStore, elapsed: float, economy: dict) -> None:
     table = store.read("trials").sort_by([("num_workers", "ascending"), ("micro_batch_per_worker", "ascending")])
-    columns = [
-        "trial_id",
-        "status",
-        "num_workers",
-        "micro_batch_per_worker",
-        "global_batch",
-        "throughput",
-        "step_time_ms",
-        "peak_mem_gib",
-        "val_accuracy",
-        "setup_s",
-    ]
+    columns = ["trial_id", "status", *varied_columns(table), *SUMMARY_MEASURES]
     rows = []
     for r in table.select(columns).to_pylist():
         rows.append([f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()])
     print()
     print(format_table(columns, rows))
-    print(f"\n{table.num_rows} trials in {elapsed:.0f} s; results: {store.root}")
+    spent = economy_line(economy)
+    print(f"\n{table.num_rows} trials in {elapsed:.0f} s{'; ' + spent if spent else ''}; results: {store.root}")
     print(f"  query: duckdb -c \"SELECT * FROM read_parquet('{store.root}/trials/*.parquet')\"")
 
 

@@ -31,6 +31,8 @@ SCRIPT = textwrap.dedent(
         "epochs": result.epochs.num_rows,
         "ranks": result.ranks.num_rows,
         "loaded_trials": again.trials.num_rows,
+        "economy": json.loads((result.path / "sweep.json").read_text())["economy"],
+        "setup_s": result.trials.column("setup_s").to_pylist(),
     }))
     """
 )
@@ -53,6 +55,10 @@ def test_run_sweep_returns_the_tables_of_the_embedded_default_quietly(tmp_path):
     assert result["path"] == str(tmp_path / "api")
     assert result["trials"] == [{"status": "completed", "micro_batch_per_worker": 32, "epochs": 1}]
     assert result["epochs"] == 1 and result["ranks"] == 1 and result["loaded_trials"] == 1
+    economy = result["economy"]
+    assert 0 < economy["duty_cycle"] < 1 and economy["median_setup_s"] == result["setup_s"][0] > 0, economy
+    assert economy["median_later_setup_s"] is None  # one trial: no later ones
+    assert f"duty cycle {economy['duty_cycle']:.2f}" in proc.stdout
     # One trial leaves the analysis nothing to compare: then there is no report, and the sweep says why.
     assert (result["report"] is None) == ("report not written" in proc.stdout), explain(proc)
     terminal = proc.stdout + proc.stderr

@@ -59,8 +59,9 @@ def test_we_clip_only_where_the_gradients_are_the_true_fp32_ones(values, ours):
     assert clips_outside_deepspeed(TrialParams.from_dict(values)) is ours
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def one_rank_group():
+    """One gloo group for the module: DeepSpeed keeps the first group it sees for the process's life."""
     os.environ.setdefault("DS_ACCELERATOR", "cpu")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -121,3 +122,29 @@ def test_deepspeed_engine_matches_plain_torch_with_clipping_accumulation_and_sch
     assert ours == pytest.approx(reference, rel=1e-5)
     # The schedule stepped once per optimizer step: it stands at step `steps` (cosine's end, 0).
     assert engine.ds.get_lr() == pytest.approx([0.5 * lr_factor(steps, steps, 0.25, "cosine")] * 2)
+
+
+def test_deepspeed_engine_checkpoint_resumes_the_same_losses_and_schedule(one_rank_group, tmp_path):
+    params = TrialParams.from_dict(
+        {"optimizer": "adamw", "lr": 0.01, "grad_accum_steps": 1, "micro_batch_per_worker": 4}
+    ).resolve(cluster_has_gpus=False)
+    data = batches(6)
+
+    def run(engine, part):
+        losses = []
+        for x, y in part:
+            loss = F.cross_entropy(engine(x), y)
+            engine.backward(loss)
+            engine.step()
+            losses.append(loss.item())
+        return losses
+
+    straight = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=6)
+    expected = run(straight, data)
+    first = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=6)
+    run(first, data[:3])
+    first.save(tmp_path, rank=0)
+    resumed = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=6)
+    resumed.load(tmp_path)
+    assert resumed.ds.get_lr() == pytest.approx(first.ds.get_lr())  # the schedule's state came back too
+    assert run(resumed, data[3:]) == pytest.approx(expected[3:], rel=1e-5)

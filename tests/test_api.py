@@ -68,3 +68,21 @@ def test_ray_chatter_is_recognised_and_raysweep_lines_are_not():
     assert is_chatter("Reporting training result 3: TrainingReport(checkpoint=None, metrics={...}) from rank 0")
     assert is_chatter("Failed to query Ray Train Controller actor state. State API may be temporarily unavailable.")
     assert not is_chatter("raysweep: resumed from checkpoint after epoch 0")
+
+
+def test_forwarded_worker_lines_lose_the_chatter_and_keep_the_rest():
+    from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+
+    from raysweep.ray_logs import PRINTER, quiet_forwarded_logs
+
+    printed, saved = [], list(dispatcher.handlers)
+    dispatcher.handlers = [(PRINTER, printed.append)]
+    try:
+        quiet_forwarded_logs()
+        dispatcher.emit({"pid": 1, "is_err": True, "lines": ["Reporting training result 1: TrainingReport(...)"]})
+        dispatcher.emit(
+            {"pid": 2, "is_err": False, "lines": ["raysweep: resumed", "State API may be temporarily unavailable"]}
+        )
+    finally:
+        dispatcher.handlers = saved
+    assert printed == [{"pid": 2, "is_err": False, "lines": ["raysweep: resumed"]}]

@@ -26,13 +26,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from raysweep.plan import format_table
-from raysweep.store import read_table
-
-
-def synchronize() -> None:
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
+from raysweep.text_table import format_table
+from trainers.timing import synchronize
 
 
 def device() -> torch.device:
@@ -65,12 +60,12 @@ def plain_pytorch(model_name: str, batch: int, steps: int, warmup: int, compile:
     t0 = time.perf_counter()
     for _ in range(warmup):
         step()
-    synchronize()
+    synchronize(dev)
     warmup_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
-    synchronize()
+    synchronize(dev)
     elapsed = time.perf_counter() - t0
     return {"batch": batch, "compile": compile, "plain_img_s": batch * steps / elapsed, "plain_warmup_s": warmup_s}
 
@@ -92,15 +87,16 @@ def matmul_peak_tflops() -> float | None:
     """The card's measured bf16 matrix ceiling (None on CPU)."""
     if not torch.cuda.is_available():
         return None
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    dev = torch.device("cuda")
+    a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
     b = torch.randn_like(a)
     for _ in range(3):
         a @ b
-    synchronize()
+    synchronize(dev)
     t0 = time.perf_counter()
     for _ in range(20):
         a @ b
-    synchronize()
+    synchronize(dev)
     return 2 * 8192**3 * 20 / (time.perf_counter() - t0) / 1e12
 
 
@@ -126,25 +122,23 @@ def input_pipeline_rate(data_dir: Path, batch: int, image_size: int, batches: in
     source = Batches(load_dataset("cifar10", str(data_dir)), dev, image_size, dtype, rank=0, world=1, seed=0)
     for _ in source.train(0, batch, 3):
         pass
-    synchronize()
+    synchronize(dev)
     t0 = time.perf_counter()
     for x, _ in source.train(1, batch, batches):
         x.sum()  # the batch is really materialised
-    synchronize()
+    synchronize(dev)
     return batch * batches / (time.perf_counter() - t0)
 
 
-def full_stack(results: Path, name: str, model: str, dataset: str, batches: list[int], extra: list[str]) -> list[dict]:
-    """A real sweep through the CLI; its trials rows, one per batch."""
-    from raysweep.tune import main as tune_main
+def full_stack(results: Path, name: str, batches: list[int], overrides: dict) -> list[dict]:
+    """A real sweep through the Python API (batch_grid over ``batches``); its trials rows, one per batch."""
+    from raysweep.api import run_sweep
 
-    argv = ["--space", "batch_grid", "--results-dir", str(results), "--name", name, "--model", model]
-    argv += ["--dataset", dataset, "--epochs", "1", "--set", f"micro_batch_per_worker={batches}"]
-    argv += ["--no-report", "--no-dashboard", *extra]
-    code = tune_main(argv)
-    if code != 0:
-        raise SystemExit(f"bench: the full-stack sweep {name} failed (exit {code})")
-    return read_table(results / name / "trials", "trials").to_pylist()
+    overrides = {**overrides, "epochs": 1, "micro_batch_per_worker": batches}
+    result = run_sweep("batch_grid", results_dir=results, name=name, overrides=overrides, dashboard=False, report=False)
+    if not result.all_completed:
+        raise SystemExit(f"bench: the full-stack sweep {name} had trials that did not complete ({result.path})")
+    return result.trials.to_pylist()
 
 
 def compare(plain: dict, trial: dict) -> dict:
@@ -166,19 +160,18 @@ def run(args: argparse.Namespace) -> dict:
     batches = [int(b) for b in args.batches.split(",")] if args.batches else ([16, 32] if quick else [64, 128, 256])
     steps = 8 if quick else 30
     tmp = Path(tempfile.mkdtemp(prefix="raysweep-bench-"))
-    stack_extra = ["--set", f"train_samples={steps * max(batches)}", "--set", "warmup_steps=3"]
+    stack = {"model": model, "train_samples": steps * max(batches), "warmup_steps": 3}
 
     plain = [plain_pytorch(model, b, steps, warmup=3) for b in batches]
     if args.compile:
         plain.append(plain_pytorch(model, max(batches), steps, warmup=3, compile=True))
     if torch.cuda.is_available():
         torch.cuda.empty_cache()  # the trials below run in other processes on the same device
-    synthetic_args = [*stack_extra, "--set", f"max_steps_per_epoch={steps}"]
-    trials = full_stack(tmp, "stack", model, "synthetic", batches, synthetic_args)
+    synthetic = {**stack, "dataset": "synthetic", "max_steps_per_epoch": steps}
+    trials = full_stack(tmp, "stack", batches, synthetic)
     compiled = []
     if args.compile:
-        compile_args = [*synthetic_args, "--set", "compile=true"]
-        compiled = full_stack(tmp, "stack-compiled", model, "synthetic", [max(batches)], compile_args)
+        compiled = full_stack(tmp, "stack-compiled", [max(batches)], {**synthetic, "compile": True})
 
     by_batch = {t["micro_batch_per_worker"]: t for t in trials}
     rows = [compare(p, by_batch[p["batch"]]) for p in plain if not p["compile"]]
@@ -190,8 +183,8 @@ def run(args: argparse.Namespace) -> dict:
     from trainers.models import native_image_size
 
     pipeline = input_pipeline_rate(cifar, big, native_image_size(model), batches=20)
-    real = full_stack(tmp, "cifar", model, "cifar10", [big], [*synthetic_args, "--data-dir", str(cifar)])[0]
-    synthetic = by_batch[big]
+    real = full_stack(tmp, "cifar", [big], {**synthetic, "dataset": "cifar10", "data_dir": str(cifar)})[0]
+    synthetic_trial = by_batch[big]
     flops = train_flops_per_image(model)
     peak = matmul_peak_tflops()
     return {
@@ -203,9 +196,9 @@ def run(args: argparse.Namespace) -> dict:
         "input_pipeline": {
             "batch": big,
             "pipeline_img_s": pipeline,
-            "model_img_s": synthetic["throughput"],
+            "model_img_s": synthetic_trial["throughput"],
             "cifar_img_s": real["throughput"],
-            "cifar_over_synthetic": real["throughput"] / synthetic["throughput"],
+            "cifar_over_synthetic": real["throughput"] / synthetic_trial["throughput"],
             "data_wait_fraction": real["data_wait_fraction"],
         },
         "train_gflops_per_image": flops / 1e9,
@@ -216,10 +209,6 @@ def run(args: argparse.Namespace) -> dict:
         if peak
         else None,  # fmt: skip
     }
-
-
-def mfu_key(row: dict) -> str:
-    return f"batch {row['batch']}" + (" compiled" if row["compile"] else "")
 
 
 def report(result: dict) -> str:

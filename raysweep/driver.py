@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import ray.tune
-from ray.train import RunConfig, ScalingConfig, TrainingFailedError
+from ray.train import LoggingConfig, RunConfig, ScalingConfig, TrainingFailedError
 from ray.train.torch import TorchConfig, TorchTrainer
 from ray.tune.integration.ray_train import TuneReportCallback
 
@@ -43,7 +43,8 @@ def finished_before(config: dict, trial_id: str) -> bool:
     Its row says so; where the sweep's directory is visible from here (a local run) the
     trial is not run twice.  Elsewhere it runs again and the recorder keeps the first row.
     """
-    store = ResultStore(Path(config["storage_path"]).parent.parent, config["sweep"])
+    sweep_dir = Path(config["sweep_dir"])
+    store = ResultStore(sweep_dir.parent, sweep_dir.name)
     return store.is_completed(trial_id)
 
 
@@ -58,6 +59,8 @@ def build_trainer(config: dict, trial_id: str, started_at: float, attempt: int) 
             "trial_started_at": started_at,
             "attempt": attempt,
             "fault_marker_dir": f"{config['storage_path']}/{run_name}/faults",
+            "sweep": config["sweep"],
+            "trial_id": trial_id,
         },
         torch_config=TorchConfig(backend="nccl" if gpu else "gloo", timeout_s=config["collective_timeout_s"]),
         scaling_config=ScalingConfig(
@@ -71,6 +74,9 @@ def build_trainer(config: dict, trial_id: str, started_at: float, attempt: int) 
             storage_path=config["storage_path"],
             callbacks=[TuneReportCallback()],
             worker_runtime_env={"env_vars": worker_env(params)},
+            # Ray Train's INFO lines (resources requested, worker group started, process group set up)
+            # go to its log files only; its warnings and errors still reach the screen.
+            logging_config=LoggingConfig(log_level="WARNING"),
         ),
     )
 

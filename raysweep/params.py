@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from raysweep.errors import UsageError
+from raysweep.fault_spec import parse_fault
 
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 DEVICES = ("auto", "cpu", "gpu")
@@ -223,11 +223,6 @@ class TrialParams:
 
     def validate(self) -> None:
         """Raise ``UsageError`` naming the first bad field or combination."""
-        from trainers.datasets import DATASETS
-        from trainers.models import check_model_name
-
-        choose("dataset", self.dataset, tuple(DATASETS))
-        check_model_name(self.model)
         choose("placement_strategy", self.placement_strategy, PLACEMENT_STRATEGIES)
         choose("device", self.device, DEVICES)
         choose("precision", self.precision, PRECISIONS)
@@ -275,8 +270,6 @@ class TrialParams:
         if self.checkpoint_every < 0:
             raise UsageError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         if self.inject_fault:
-            from trainers.faults import parse_fault
-
             parse_fault(self.inject_fault)
         if self.global_batch > 0 and self.global_batch % (self.grad_accum_steps * self.data_parallel_size):
             raise UsageError(
@@ -317,14 +310,27 @@ class TrialParams:
             raise UsageError("compile=true is not supported with zero_stage=3 (parameters are partitioned)")
         if self.dataset in ("cifar10", "cifar100", "imagefolder") and not self.data_dir:
             raise UsageError(f"dataset={self.dataset} needs data_dir (--data-dir PATH)")
-        if self.data_dir and not Path(self.data_dir).is_dir() and not self.download:
-            raise UsageError(
-                f"data_dir {self.data_dir} is not a directory (add --download to fetch {self.dataset} there)"
-            )
-        if self.data_dir and Path(self.data_dir).is_dir():
-            from trainers.datasets import check_data_dir
+        if self.engine == "fsdp":
+            self.validate_fsdp()
 
-            check_data_dir(self.dataset, self.data_dir, self.download)
+    def validate_fsdp(self) -> None:
+        """What the FSDP2 engine does not do, one line per field."""
+        refusals = [
+            (self.zero_stage > 0, f"zero_stage={self.zero_stage} needs engine=deepspeed (FSDP shards by itself)"),
+            (self.precision == "fp16", "precision=fp16 is not supported with engine=fsdp (no loss scaler); use bf16"),
+            (self.compile, "compile=true is not supported with engine=fsdp; use compile=false"),
+            (
+                self.sequence_parallel > 1,
+                f"sequence_parallel={self.sequence_parallel} is not supported with engine=fsdp; use 1",
+            ),
+            (
+                bool(self.slow_ranks),
+                f"slow_ranks={self.slow_ranks!r} is not supported with engine=fsdp; leave it empty",
+            ),
+        ]
+        for refused, message in refusals:
+            if refused:
+                raise UsageError(message)
 
 
 def choose(name: str, value: Any, allowed: tuple) -> None:

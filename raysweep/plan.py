@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from raysweep.checks import check_trial
 from raysweep.cluster import Capacity, Demand, check_local_fit, local_num_cpus
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
+from raysweep.schema import params_row
 from raysweep.space import SearchSpace
+from raysweep.text_table import format_table
 
 
-def plan_trials(space: SearchSpace, capacity: Capacity) -> tuple[list[TrialParams], list[str]]:
+def plan_trials(
+    space: SearchSpace, capacity: Capacity, *, local_files: bool = True
+) -> tuple[list[TrialParams], list[str]]:
     """Expand, resolve for this cluster, validate, and check each trial can ever fit."""
     trials, notes = [], []
     for params in space.expand():
         params = params.resolve(cluster_has_gpus=capacity.total_gpus > 0)
-        params.validate()
+        check_trial(params, local_files=local_files)
         demand = Demand.of(params)
         if Capacity({n: dict(r) for n, r in capacity.nodes.items()}).place(demand) is None:
             message = f"a trial needs {demand.describe()} but the cluster has {capacity.describe()}"
@@ -77,20 +82,6 @@ def trial_table(trials: list[TrialParams], columns: list[str] | None = None) -> 
     columns = [*columns, *varying, "needs"]
     rows = []
     for i, t in enumerate(trials):
-        values = {
-            **t.to_dict(),
-            "micro_batch_per_worker": t.effective_micro_batch,
-            "global_batch": t.train_batch_size,
-            "needs": Demand.of(t).describe(),
-        }
+        values = {**params_row(t), "needs": Demand.of(t).describe()}
         rows.append([str(i)] + [str(values[c]) or "-" for c in columns])
     return format_table(["#"] + columns, rows)
-
-
-def format_table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])

@@ -1,4 +1,4 @@
-"""A live view of a sweep in the terminal, and the sweep-level gauges on Ray's metrics endpoint.
+"""A live view of a sweep in the terminal (the sweep-level gauges are in raysweep/sweep_metrics.py).
 
 ``ProgressCallback`` runs in the CLI's process as a Tune callback.  On a terminal it keeps one
 status line up to date in place; on a plain log (stdout not a TTY: CI, ``| tee``, a file) it
@@ -9,15 +9,17 @@ end) and a heartbeat at most every ``heartbeat_s`` seconds, so a log stays reada
 from __future__ import annotations
 
 import math
-import os
 import re
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ray.tune import Callback
+
+if TYPE_CHECKING:
+    from raysweep.sweep_metrics import SweepMetrics
 
 # Tune's trial statuses, grouped into what a person watching a sweep cares about.
 RUNNING_STATES = ("RUNNING", "PAUSED")
@@ -260,83 +262,3 @@ class ProgressCallback(Callback):
         state = self.__dict__.copy()
         state.update(stream=None, started=None, drawn=False, last_print=0.0, last_publish=0.0)
         return state
-
-
-class SweepMetrics:
-    """Sweep-level gauges (trials by state, best throughput) exported from the CLI's process.
-
-    Created in ``start``, once Ray is up; where this process cannot export metrics (a Ray
-    Client connection) they are skipped with a note and the sweep goes on.
-    """
-
-    def __init__(self):
-        self.gauges: dict | None = None
-        self.failed = False
-
-    def start(self, sweep: str) -> None:
-        if self.gauges is not None or self.failed:
-            return
-        try:
-            from ray.util.metrics import Gauge
-
-            tags = {"sweep": sweep}
-            self.gauges = {
-                name: Gauge(f"raysweep_sweep_{name}", doc, ("sweep",)).set_default_tags(tags)
-                for name, doc in (
-                    ("trials_total", "Trials in the sweep"),
-                    ("trials_completed", "Trials that completed"),
-                    ("trials_failed", "Trials that failed or ended early"),
-                    ("trials_running", "Trials running now"),
-                    ("trials_pending", "Trials not started yet"),
-                    ("best_samples_per_second", "Best trial throughput so far"),
-                )
-            }
-        except Exception as e:  # e.g. Ray Client: metrics need a local core worker
-            self.failed = True
-            print(f"raysweep: sweep metrics not exported: {e}", file=sys.stderr)
-
-    def publish(self, counts: SweepCounts) -> None:
-        if not self.gauges:
-            return
-        values = {
-            "trials_total": counts.total,
-            "trials_completed": counts.completed,
-            "trials_failed": counts.failed,
-            "trials_running": counts.running,
-            "trials_pending": counts.pending,
-            "best_samples_per_second": counts.best_throughput or 0.0,
-        }
-        for name, value in values.items():
-            self.gauges[name].set(value)
-
-    def __getstate__(self) -> dict:
-        return {"gauges": None, "failed": False}
-
-
-def metrics_urls() -> list[str]:
-    """Each alive node's Prometheus endpoint (its metrics agent), as ``ray.nodes()`` lists it."""
-    import ray
-
-    return [
-        f"http://{n['NodeManagerAddress']}:{n['MetricsExportPort']}/metrics"
-        for n in ray.nodes()
-        if n.get("Alive") and n.get("MetricsExportPort")
-    ]
-
-
-def watch_hints(sweep_root) -> list[str]:
-    """Where to watch the sweep besides this terminal (printed once, as it starts)."""
-    lines = [f"TensorBoard: tensorboard --logdir {sweep_root}"]
-    try:
-        urls = metrics_urls()
-    except Exception:  # a client connection may not list nodes' ports; the dashboard still works
-        urls = []
-    if urls:
-        lines.append(f"Prometheus metrics: {' '.join(urls)} (raysweep_* series)")
-    return lines
-
-
-def plain_log_output() -> None:
-    """On a plain log, Ray's forwarded worker lines come without colour codes too."""
-    if not sys.stdout.isatty():
-        os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # read by Ray as it prints each line

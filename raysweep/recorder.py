@@ -16,34 +16,19 @@ from ray.tune import Callback
 
 from raysweep.errors import is_out_of_memory
 from raysweep.params import TrialParams
+from raysweep.reports import (
+    EPOCH_KEY,
+    RANKS_KEY,
+    TRIAL_KEY,
+    EpochReport,
+    RankReport,
+    TrialRecord,
+    TrialReport,
+    from_metrics,
+    row_of,
+)
+from raysweep.schema import params_row
 from raysweep.store import ResultStore
-
-
-def params_columns(params: TrialParams) -> dict:
-    """The trial's configuration as ``trials`` columns (derived values resolved)."""
-    return {
-        "model": params.model,
-        "dataset": params.dataset,
-        "image_size": params.image_size,
-        "device": params.device,
-        "precision": params.precision,
-        "amp": params.amp_mode,
-        "engine": params.engine,
-        "zero_stage": params.zero_stage,
-        "optimizer": params.optimizer,
-        "lr": params.learning_rate,
-        "compile": params.compile,
-        "num_workers": params.num_workers,
-        "micro_batch_per_worker": params.effective_micro_batch,
-        "grad_accum_steps": params.grad_accum_steps,
-        "global_batch": params.train_batch_size,
-        "placement_strategy": params.placement_strategy,
-        "data_scaling": params.data_scaling,
-        "slow_ranks": params.slow_ranks,
-        "slow_factor": params.slow_factor if params.slow_ranks else 0.0,
-        "epochs": params.epochs,
-        "params_json": json.dumps(params.to_dict(), sort_keys=True),
-    }
 
 
 def error_summary(text: str) -> str:
@@ -64,15 +49,24 @@ def peak_memory_in(text: str) -> float | None:
     return float(found[-1]) if found else None
 
 
-def rank_rows(result: dict) -> list[dict]:
-    ranks = result.get("rank_rows") or {}
-    return [ranks[k] for k in sorted(ranks, key=int)]
+def rank_reports(result: dict) -> list[RankReport]:
+    ranks = result.get(RANKS_KEY) or {}
+    return [from_metrics(RankReport, ranks[k]) for k in sorted(ranks, key=int)]
 
 
 class ResultTablesCallback(Callback):
+    """Rebuilds the workers' typed reports from Tune's results and writes them as table rows.
+
+    Times compared with each other are taken on one clock: Tune's start of a trial, the arrival of
+    its reports and its end are this process's clock; the worker contributes only a span measured on
+    its own clock (from its first step to its report), so clock skew between machines cancels.
+    """
+
     def __init__(self, store: ResultStore):
         self.store = store
         self.started: dict[str, float] = {}
+        self.first_step: dict[str, float] = {}  # this clock's estimate of the trial's first step
+        self.last_report: dict[str, float] = {}
         self.epoch_rows: dict[str, dict[int, dict]] = {}
         self.last_result: dict[str, dict] = {}
         self.statuses: dict[str, str] = {}
@@ -82,16 +76,21 @@ class ResultTablesCallback(Callback):
         self.started[trial.trial_id] = time.time()
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        if "epoch_row" not in result or self.kept(trial.trial_id):
+        if EPOCH_KEY not in result or self.kept(trial.trial_id):
             return
-        tid = trial.trial_id
+        tid, now = trial.trial_id, time.time()
+        report = from_metrics(TrialReport, result[TRIAL_KEY])
+        if tid not in self.first_step and report.since_first_step_s is not None:
+            self.first_step[tid] = now - report.since_first_step_s
+        self.last_report[tid] = now
         if tid not in self.epoch_rows:  # a resumed sweep or trial keeps the epochs it already wrote
             earlier = self.store.read_trial_rows("epochs", tid)
             self.epoch_rows[tid] = {row["epoch"]: row for row in earlier}
         rows = self.epoch_rows[tid]
-        rows[result["epoch_row"]["epoch"]] = result["epoch_row"]  # a restarted run re-reports an epoch
+        epoch = row_of(from_metrics(EpochReport, result[EPOCH_KEY]))
+        rows[epoch["epoch"]] = epoch  # a restarted run re-reports an epoch
         self.store.write_rows("epochs", tid, [rows[e] for e in sorted(rows)])
-        self.store.write_rows("ranks", tid, rank_rows(result))
+        self.store.write_rows("ranks", tid, [row_of(r) for r in rank_reports(result)])
         self.last_result[tid] = result
 
     def on_trial_complete(self, iteration, trials, trial, **info):
@@ -114,42 +113,29 @@ class ResultTablesCallback(Callback):
             self.completed_before[trial_id] = trial_id not in self.statuses and self.store.is_completed(trial_id)
         return self.completed_before[trial_id]
 
-    def write_trial(self, trial, status: str, error: str | None, **extra) -> None:
+    def write_trial(self, trial, status: str, error: str | None, peak_mem_gib: float | None = None) -> None:
         tid = trial.trial_id
         if self.kept(tid):
             return
         params = TrialParams.from_dict(trial.config["params"])
         last = self.last_result.get(tid, {})
-        measured = dict(last.get("trial_row", {}))
-        ranks = rank_rows(last)
-        if ranks:
-            measured.update(
-                node_ids=[r["node"] for r in ranks],
-                device_names=[r["device_name"] for r in ranks],
-                num_nodes=len({r["node"] for r in ranks}),
-                peak_mem_gib=max(r["peak_mem_gib"] for r in ranks),
-            )
+        report = from_metrics(TrialReport, last[TRIAL_KEY]) if TRIAL_KEY in last else TrialReport()
+        ranks = rank_reports(last)
         started = self.started.get(tid, time.time())
         now = time.time()
-        first_step_at, reported_at = measured.pop("first_step_at", None), measured.pop("reported_at", None)
-        driver_started_at = measured.pop("trial_started_at", None)
-        if first_step_at:
-            # from Tune starting the trial to its first step, and from its last report to its end
-            measured["setup_s"] = first_step_at - started
-            measured["teardown_s"] = now - reported_at
-            phases = {"driver_started": driver_started_at - started}
-            phases |= {k: v + phases["driver_started"] for k, v in json.loads(measured["setup_breakdown"]).items()}
-            measured["setup_breakdown"] = json.dumps({k: round(v, 3) for k, v in phases.items()})
-        row = {
-            **params_columns(params),
-            **measured,
-            "status": status,
-            "error": error,
-            "trial_wall_s": now - started,
-            "retries": measured.get("retries", 0),
-            "started_at": datetime.fromtimestamp(started, timezone.utc),
-            "finished_at": datetime.now(timezone.utc),
-            **{k: v for k, v in extra.items() if v is not None},
-        }
-        self.store.write_rows("trials", tid, [row])
+        record = TrialRecord(
+            status=status,
+            error=error,
+            num_nodes=len({r.node for r in ranks}) if ranks else None,
+            node_ids=[r.node for r in ranks] if ranks else None,
+            device_names=[r.device_name for r in ranks] if ranks else None,
+            peak_mem_gib=peak_mem_gib if peak_mem_gib is not None or not ranks else max(r.peak_mem_gib for r in ranks),
+            setup_s=self.first_step[tid] - started if tid in self.first_step else None,
+            teardown_s=now - self.last_report[tid] if tid in self.last_report else None,
+            trial_wall_s=now - started,
+            params_json=json.dumps(params.to_dict(), sort_keys=True),
+            started_at=datetime.fromtimestamp(started, timezone.utc),
+            finished_at=datetime.fromtimestamp(now, timezone.utc),
+        )
+        self.store.write_rows("trials", tid, [{**params_row(params), **row_of(record), **row_of(report)}])
         self.statuses[tid] = status

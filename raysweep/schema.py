@@ -1,4 +1,4 @@
-"""The results schema, defined once: every writer and reader of the Parquet tables uses it.
+"""The results schema, derived from the typed definitions: ``TrialParams`` and ``raysweep/reports.py``.
 
 A sweep directory holds three tables, one Parquet file per trial in each:
 
@@ -9,115 +9,116 @@ A sweep directory holds three tables, one Parquet file per trial in each:
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 
-TRIAL_STATUSES = ("completed", "failed", "oom")
+from raysweep.params import TrialParams
+from raysweep.reports import EpochReport, RankReport, TrialRecord, TrialReport, columns_of
 
-TRIALS = pa.schema(
-    [
-        ("sweep", pa.string()),
-        ("trial_id", pa.string()),
-        ("status", pa.string()),
-        ("error", pa.string()),
-        ("model", pa.string()),
-        ("dataset", pa.string()),
-        ("image_size", pa.int32()),
-        ("device", pa.string()),
-        ("precision", pa.string()),
-        ("amp", pa.string()),
-        ("engine", pa.string()),
-        ("zero_stage", pa.int32()),
-        ("optimizer", pa.string()),
-        ("lr", pa.float64()),
-        ("compile", pa.bool_()),
-        ("num_workers", pa.int32()),
-        ("micro_batch_per_worker", pa.int32()),
-        ("grad_accum_steps", pa.int32()),
-        ("global_batch", pa.int32()),
-        ("placement_strategy", pa.string()),
-        ("data_scaling", pa.string()),
-        ("slow_ranks", pa.string()),
-        ("slow_factor", pa.float64()),
-        ("num_nodes", pa.int32()),
-        ("node_ids", pa.list_(pa.string())),
-        ("device_names", pa.list_(pa.string())),
-        ("samples_per_epoch", pa.int64()),
-        ("epochs", pa.int32()),
-        ("optimizer_steps", pa.int64()),
-        ("train_time_s", pa.float64()),
-        ("trial_wall_s", pa.float64()),
-        ("setup_s", pa.float64()),
-        ("teardown_s", pa.float64()),
-        ("warmup_s", pa.float64()),
-        ("setup_breakdown", pa.string()),
-        ("throughput", pa.float64()),
-        ("throughput_per_worker", pa.float64()),
-        ("step_time_ms", pa.float64()),
-        ("step_time_p95_ms", pa.float64()),
-        ("data_wait_fraction", pa.float64()),
-        ("comm_time_ms", pa.float64()),
-        ("comm_fraction", pa.float64()),
-        ("peak_mem_gib", pa.float64()),
-        ("final_loss", pa.float64()),
-        ("val_accuracy", pa.float64()),
-        ("retries", pa.int32()),
-        ("params_json", pa.string()),
-        ("started_at", pa.timestamp("ms", tz="UTC")),
-        ("finished_at", pa.timestamp("ms", tz="UTC")),
-    ]
-)
+ARROW_TYPES = {
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "string": pa.string(),
+    "bool": pa.bool_(),
+}
+# Python field types to Arrow: report counts are int64; trial parameters (small integers) int32.
+INT64 = pa.int64()
+PYTHON_TYPES = {int: INT64, float: pa.float64(), str: pa.string(), bool: pa.bool_()}
+TIMESTAMP = pa.timestamp("ms", tz="UTC")
+KEYS = [pa.field("sweep", pa.string()), pa.field("trial_id", pa.string())]
 
-EPOCHS = pa.schema(
-    [
-        ("sweep", pa.string()),
-        ("trial_id", pa.string()),
-        ("epoch", pa.int32()),
-        ("train_loss", pa.float64()),
-        ("val_loss", pa.float64()),
-        ("val_accuracy", pa.float64()),
-        ("epoch_time_s", pa.float64()),
-        ("elapsed_s", pa.float64()),
-        ("throughput", pa.float64()),
-        ("step_time_ms", pa.float64()),
-        ("data_wait_fraction", pa.float64()),
-    ]
-)
 
-RANKS = pa.schema(
-    [
-        ("sweep", pa.string()),
-        ("trial_id", pa.string()),
-        ("rank", pa.int32()),
-        ("node", pa.string()),
-        ("device_name", pa.string()),
-        ("step_time_ms", pa.float64()),
-        ("compute_ms", pa.float64()),
-        ("wait_ms", pa.float64()),
-        ("peak_mem_gib", pa.float64()),
-    ]
+def arrow_type(hint: Any, override: str = "", int_type: pa.DataType = INT64) -> pa.DataType:
+    """The Arrow type of a dataclass field's type (``X | None`` is X, nullable)."""
+    if override:
+        return ARROW_TYPES[override]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        (hint,) = args
+        args = list(typing.get_args(hint))
+    if typing.get_origin(hint) is list:
+        return pa.list_(arrow_type(args[0]))
+    if hint is datetime:
+        return TIMESTAMP
+    if hint is int:
+        return int_type
+    return PYTHON_TYPES[hint]
+
+
+def report_fields(cls: type) -> list[pa.Field]:
+    hints = typing.get_type_hints(cls)
+    return [pa.field(f.name, arrow_type(hints[f.name], f.metadata.get("arrow", ""))) for f in columns_of(cls)]
+
+
+def params_fields() -> list[pa.Field]:
+    """Every trial parameter is a configuration column, typed from its dataclass field."""
+    hints = typing.get_type_hints(TrialParams)
+    return [pa.field(f.name, arrow_type(hints[f.name], int_type=pa.int32())) for f in dataclasses.fields(TrialParams)]
+
+
+def params_row(params: TrialParams) -> dict[str, Any]:
+    """The trial's configuration columns, with the derived values that the trial really ran."""
+    return {
+        **params.to_dict(),
+        "micro_batch_per_worker": params.effective_micro_batch,
+        "global_batch": params.train_batch_size,
+        "lr": params.learning_rate,
+        "amp": params.amp_mode,
+        "slow_factor": params.slow_factor if params.slow_ranks else 0.0,
+    }
+
+
+def unique(fields: list[pa.Field]) -> pa.Schema:
+    """A schema of the fields, the first of each name kept (a report may repeat a configuration name)."""
+    seen: dict[str, pa.Field] = {}
+    for f in fields:
+        seen.setdefault(f.name, f)
+    return pa.schema(list(seen.values()))
+
+
+TRIALS = unique(
+    KEYS
+    + report_fields(TrialRecord)[:2]
+    + params_fields()
+    + report_fields(TrialRecord)[2:]
+    + report_fields(TrialReport)
 )
+EPOCHS = unique(KEYS + report_fields(EpochReport))
+RANKS = unique(KEYS + report_fields(RankReport))
 
 TABLES: dict[str, pa.Schema] = {"trials": TRIALS, "epochs": EPOCHS, "ranks": RANKS}
+KEY_DOCS = {"sweep": "the sweep's name", "trial_id": "Tune's trial id"}
+TABLE_SOURCES = {"trials": (TrialRecord, TrialReport), "epochs": (EpochReport,), "ranks": (RankReport,)}
 
-COLUMN_DOCS: dict[str, str] = {
-    "status": "completed | failed | oom",
-    "throughput": "training samples per second over all ranks, warm-up steps excluded",
-    "throughput_per_worker": "throughput / num_workers",
-    "step_time_ms": "mean wall time of one optimizer step (all micro batches)",
-    "step_time_p95_ms": "95th percentile of the optimizer step time",
-    "data_wait_fraction": "share of step time spent waiting for the next batch",
-    "comm_time_ms": "time one gradient all-reduce of the model's gradients takes on this group",
-    "comm_fraction": "comm_time_ms / step_time_ms (0 for one rank)",
-    "setup_s": "Tune starting the trial to its first training step",
-    "teardown_s": "the trial's last report to its end (worker group shut down)",
-    "setup_breakdown": "JSON: seconds from trial start to the end of each setup phase on rank 0",
-    "warmup_s": "wall time of the warm-up steps left out of the throughput (torch.compile happens here)",
-    "train_time_s": "wall time of the training epochs, validation excluded",
-    "trial_wall_s": "trial start to trial end, everything included",
-    "peak_mem_gib": "peak device memory (GPU) or peak resident memory (CPU) of the busiest rank",
-}
+
+def column_docs(table: str) -> dict[str, str]:
+    """Each measured column's meaning, from its report field (configuration columns are the trial parameters)."""
+    docs = dict(KEY_DOCS)
+    for cls in TABLE_SOURCES[table]:
+        docs.update({f.name: f.metadata["doc"] for f in columns_of(cls)})
+    return docs
+
+
+def schema_markdown(table: str) -> str:
+    """The README's table of ``table``'s columns: name, Arrow type, meaning (trial parameters in one row)."""
+    params = {f.name for f in dataclasses.fields(TrialParams)}
+    docs = column_docs(table)
+    lines = ["| column | type | meaning |", "|---|---|---|"]
+    for f in TABLES[table]:
+        if f.name in docs:
+            lines.append(f"| `{f.name}` | {f.type} | {docs[f.name]} |")
+        elif f.name in params and f.name == next(n for n in TABLES[table].names if n in params):
+            lines.append(
+                "| every trial parameter | | its value (see Trial parameters); `micro_batch_per_worker`, "
+                "`global_batch`, `lr`, `amp` as the trial resolved them |"
+            )
+    return "\n".join(lines)
 
 
 def table_from_rows(name: str, rows: list[dict[str, Any]]) -> pa.Table:

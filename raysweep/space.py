@@ -145,6 +145,11 @@ def parse_space(name: str, text: str, where: str) -> SearchSpace:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark else ""
         raise UsageError(f"{where}: not valid YAML{at}: {getattr(e, 'problem', e)}") from None
+    return space_from_mapping(name, doc, where)
+
+
+def space_from_mapping(name: str, doc: Any, where: str) -> SearchSpace:
+    """A space from the mapping a space file holds (``description``, ``axes``, ``fixed``, ...)."""
     if not isinstance(doc, dict):
         raise UsageError(f"{where}: a space file is a mapping with keys {', '.join(sorted(SPACE_KEYS))}")
     unknown = set(doc) - SPACE_KEYS

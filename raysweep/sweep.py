@@ -2,41 +2,47 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
 import time
+from pathlib import Path
 
+import pyarrow as pa
 import ray
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from raysweep import cluster
 from raysweep.cluster import DRIVER_CPU, Capacity
+from raysweep.economy import economy_line, sweep_economy
+from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
-from raysweep.plan import format_table, plan_trials, trial_table
-from raysweep.progress import ProgressCallback, SweepMetrics, plain_log_output, watch_hints
+from raysweep.plan import plan_trials, trial_table
+from raysweep.progress import ProgressCallback
+from raysweep.ray_logs import logs_location, plain_log_output, quiet_forwarded_logs
 from raysweep.recorder import ResultTablesCallback
-from raysweep.scheduler import FitScheduler
+from raysweep.searcher import FitSearcher
 from raysweep.space import SearchSpace
 from raysweep.store import ResultStore
+from raysweep.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.tensorboard_logger import TensorBoardCallback
+from raysweep.text_table import format_table
 from raysweep.trackers import tracker_callbacks
 
 
 def run_sweep(
-    args: argparse.Namespace,
-    argv: list[str] | None,
+    options: SweepOptions,
     space: SearchSpace,
     sweep: str,
     store: ResultStore,
     trials: list[TrialParams] | None,
     notes: list[str],
-) -> int:
-    connect(args, args.address, trials or [])
+) -> Path | None:
+    """Run the planned trials (planned here when joining a cluster); the report's path, if one was written."""
+    connect(options, options.address, trials or [])
     try:
-        if args.address:
+        if options.address:
             trials, notes = plan_trials(space, Capacity.of_cluster())
         for note in notes:
             print(note)
@@ -48,30 +54,31 @@ def run_sweep(
                 "sweep": sweep,
                 "space": space.name,
                 "description": space.description,
-                "argv": sys.argv[:1] + list(argv if argv is not None else sys.argv[1:]),
+                "argv": list(options.command or sys.argv),
                 "versions": versions(),
-                "cluster": {"address": args.address or "local", "resources": ray.cluster_resources()},
+                "cluster": {"address": options.address or "local", "resources": ray.cluster_resources()},
                 "trials": [t.to_dict() for t in trials],
                 "notes": notes,
                 "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             }
         )
-        scheduler = FitScheduler(
+        searcher = FitSearcher(
             trials,
             Capacity.of_cluster(),
             base_config={
                 "sweep": sweep,
+                "sweep_dir": str(store.root.resolve()),
                 "storage_path": str((store.root / "_ray").resolve()),
-                "collective_timeout_s": args.collective_timeout,
-                "max_failures": args.max_failures,
+                "collective_timeout_s": options.collective_timeout,
+                "max_failures": options.max_failures,
             },
-            max_concurrent=args.max_concurrent_trials,
+            max_concurrent=options.max_concurrent_trials,
             finished_params=store.finished_params,
         )
         tuner = tune.Tuner(
             trainable(),
             tune_config=tune.TuneConfig(
-                search_alg=scheduler,
+                search_alg=searcher,
                 num_samples=len(trials),
                 reuse_actors=False,
                 trial_dirname_creator=trial_dirname,
@@ -79,21 +86,21 @@ def run_sweep(
             run_config=tune.RunConfig(
                 name=TUNE_DIR,
                 storage_path=str(store.root.resolve()),
-                callbacks=[ResultTablesCallback(store), *watch_callbacks(args, sweep, store, len(trials))],
+                callbacks=[ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))],
                 verbose=0,  # ProgressCallback prints the sweep's progress instead of Tune's tables
             ),
         )
-        return fit_and_summarise(tuner, store, args)
+        return fit_and_summarise(tuner, store, options)
     finally:
         ray.shutdown()
 
 
-def resume_sweep(args: argparse.Namespace, store: ResultStore) -> int:
+def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
     """Continue through Tune's experiment restore: finished trials stay, unfinished ones run again."""
     info = store.read_sweep_json()
     recorded = info.get("cluster", {}).get("address", "local")
-    address = args.address or (None if recorded == "local" else recorded)
-    connect(args, address, [TrialParams.from_dict(t) for t in info.get("trials", [])])
+    address = options.address or (None if recorded == "local" else recorded)
+    connect(options, address, [TrialParams.from_dict(t) for t in info.get("trials", [])])
     try:
         print(f"resuming sweep {store.sweep}: {len(store.finished_params())} trials already have rows")
         tuner = tune.Tuner.restore(
@@ -101,9 +108,9 @@ def resume_sweep(args: argparse.Namespace, store: ResultStore) -> int:
             trainable=trainable(),
             resume_unfinished=True,
             resume_errored=False,
-            restart_errored=args.retry_failed,
+            restart_errored=options.retry_failed,
         )
-        return fit_and_summarise(tuner, store, args)
+        return fit_and_summarise(tuner, store, options)
     finally:
         ray.shutdown()
 
@@ -122,38 +129,40 @@ def trial_dirname(trial) -> str:
     return trial.trial_id
 
 
-def connect(args: argparse.Namespace, address: str | None, trials: list[TrialParams]) -> None:
+def connect(options: SweepOptions, address: str | None, trials: list[TrialParams]) -> None:
     if address:
         cluster.join(address)
     else:
-        cluster.start_local(cluster.local_num_cpus(trials), args.dashboard_host, dashboard=not args.no_dashboard)
+        cluster.start_local(cluster.local_num_cpus(trials), options.dashboard_host, dashboard=options.dashboard)
     plain_log_output()
+    quiet_forwarded_logs()
+    print(f"Ray's logs: {logs_location()}")
     url = cluster.dashboard_url()
     print(f"Ray dashboard: {url}" if url else "Ray dashboard: not available on this cluster")
 
 
-def watch_callbacks(args: argparse.Namespace, sweep: str, store: ResultStore, total: int) -> list:
+def watch_callbacks(options: SweepOptions, sweep: str, store: ResultStore, total: int) -> list:
     """The ways to watch a sweep as it runs: terminal progress and sweep gauges, TensorBoard, trackers."""
     return [
         ProgressCallback(sweep, total, metrics=SweepMetrics()),
         TensorBoardCallback(store.root),
         CSVLoggerCallback(),  # Tune's own per-trial files in _tune/; its TensorBoard files are off (below)
         JsonLoggerCallback(),
-        *tracker_callbacks(getattr(args, "log_to", []), sweep, store.root),
+        *tracker_callbacks(list(options.log_to), sweep, store.root),
     ]
 
 
-def fit_and_summarise(tuner: tune.Tuner, store: ResultStore, args: argparse.Namespace) -> int:
+def fit_and_summarise(tuner: tune.Tuner, store: ResultStore, options: SweepOptions) -> Path | None:
     # Tune's experiment state is what a resume starts from: keep it at most a second old.
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
     # TensorBoardCallback writes the sweep's runs; Tune's automatic one would add duplicates under _tune/.
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     started = time.time()
     tuner.fit()
-    statuses = print_summary(store, time.time() - started)
-    if not args.no_report:
-        print_report(store)
-    return 0 if statuses and all(s == "completed" for s in statuses) else 1
+    economy = sweep_economy(store.read("trials"), available_devices())
+    store.write_sweep_json({**store.read_sweep_json(), "economy": economy})
+    print_summary(store, time.time() - started, economy)
+    return print_report(store) if options.report else None
 
 
 def versions() -> dict[str, str]:
@@ -168,41 +177,48 @@ def versions() -> dict[str, str]:
     return out
 
 
-def print_summary(store: ResultStore, elapsed: float) -> list[str]:
+def available_devices() -> float:
+    """GPUs of the cluster, or on a CPU-only cluster its CPUs (what the trials could use)."""
+    resources = ray.cluster_resources()
+    return float(resources.get("GPU", 0.0) or resources.get("CPU", 0.0))
+
+
+# Beside the columns a sweep varies, every summary shows what each trial measured.
+SUMMARY_MEASURES = ["throughput", "step_time_ms", "peak_mem_gib", "val_accuracy", "setup_s"]
+
+
+def varied_columns(table: pa.Table) -> list[str]:
+    """The trial parameters that differ between this sweep's trials (resolved values), in field order."""
+    names = [n for n in TrialParams.field_names() if n in table.column_names and n not in ("inject_fault",)]
+    varied = [n for n in names if len({str(v) for v in table.column(n).to_pylist()}) > 1]
+    return varied or ["num_workers", "micro_batch_per_worker"]
+
+
+def print_summary(store: ResultStore, elapsed: float, economy: dict) -> None:
     table = store.read("trials").sort_by([("num_workers", "ascending"), ("micro_batch_per_worker", "ascending")])
-    columns = [
-        "trial_id",
-        "status",
-        "num_workers",
-        "micro_batch_per_worker",
-        "global_batch",
-        "throughput",
-        "step_time_ms",
-        "peak_mem_gib",
-        "val_accuracy",
-        "setup_s",
-    ]
+    columns = ["trial_id", "status", *varied_columns(table), *SUMMARY_MEASURES]
     rows = []
     for r in table.select(columns).to_pylist():
         rows.append([f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()])
     print()
     print(format_table(columns, rows))
-    print(f"\n{table.num_rows} trials in {elapsed:.0f} s; results: {store.root}")
+    spent = economy_line(economy)
+    print(f"\n{table.num_rows} trials in {elapsed:.0f} s{'; ' + spent if spent else ''}; results: {store.root}")
     print(f"  query: duckdb -c \"SELECT * FROM read_parquet('{store.root}/trials/*.parquet')\"")
-    return table.column("status").to_pylist()
 
 
-def print_report(store: ResultStore) -> None:
+def print_report(store: ResultStore) -> Path | None:
     try:
         from analysis import analyze
     except ImportError:
-        return
+        return None
     try:
         path = analyze(store.root)
     except Exception as e:  # the sweep's tables are written already; a report problem must not hide them
         print(f"report not written: {e}")
-        return
+        return None
     print(f"report: {path}")
     html = path.with_name("report.html")
     if html.is_file():
         print(f"report: {html}")
+    return path

@@ -13,6 +13,7 @@ from pathlib import Path
 from ray.tune.logger import LoggerCallback
 
 from raysweep.params import TrialParams
+from raysweep.reports import EPOCH_KEY, RANKS_KEY
 
 # Written per epoch from the ``epochs`` row; rank figures from each rank's row.
 EPOCH_SCALARS = {
@@ -24,7 +25,7 @@ EPOCH_SCALARS = {
     "perf/epoch_time_s": "epoch_time_s",
     "perf/data_wait_fraction": "data_wait_fraction",
 }
-RANK_SCALARS = ("step_time_ms", "compute_ms", "wait_ms", "peak_mem_gib")
+RANK_SCALARS = ("step_time_ms", "busy_ms", "wait_ms", "peak_mem_gib")
 # Parameters named in a run only when they differ from their defaults, to keep names short.
 # Parameter -> its prefix in the name: "-z2-sgd-bf16-ddp-strictspread-slow0".
 EXTRA_NAME_PARAMS = {
@@ -75,7 +76,7 @@ class TensorBoardCallback(LoggerCallback):
         self.writers[trial.trial_id] = writer
 
     def log_trial_result(self, iteration: int, trial, result: dict) -> None:
-        row = result.get("epoch_row")
+        row = result.get(EPOCH_KEY)
         if not row:
             return
         if trial.trial_id not in self.writers:
@@ -84,7 +85,7 @@ class TensorBoardCallback(LoggerCallback):
         for tag, column in EPOCH_SCALARS.items():
             if finite(row.get(column)):
                 writer.add_scalar(tag, row[column], global_step=step)
-        for rank, rank_row in (result.get("rank_rows") or {}).items():
+        for rank, rank_row in (result.get(RANKS_KEY) or {}).items():
             for column in RANK_SCALARS:
                 if finite(rank_row.get(column)):
                     writer.add_scalar(f"rank{rank}/{column}", rank_row[column], global_step=step)

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import time
-from pathlib import Path
+from dataclasses import dataclass
 
 import yaml
 
-from raysweep.cluster import Capacity, check_reachable
+from raysweep.api import check_space, needs_missing_gpu, resolve_space, resume_sweep, run_planned, sweep_name
+from raysweep.cluster import Capacity
 from raysweep.errors import UsageError
+from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
 from raysweep.plan import local_capacity, plan_trials, trial_table
-from raysweep.space import SearchSpace, list_spaces, load_space
-from raysweep.store import ResultStore, check_name
-from raysweep.trackers import TRACKERS, check_trackers
+from raysweep.space import SearchSpace, list_spaces
+from raysweep.trackers import TRACKERS
 
 EXAMPLES = """examples:
   python -m raysweep.tune --space batch_grid                       # embedded default: local Ray, CPU workers
@@ -27,9 +25,6 @@ EXAMPLES = """examples:
   python -m raysweep.tune --space strong_scaling --address ray://head:10001
   python -m raysweep.tune --list-params                            # every trial parameter
 """
-
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,113 +133,99 @@ def parse_overrides(args: argparse.Namespace) -> dict:
     return overrides
 
 
-def prepare_results_dir(results_dir: str, sweep: str) -> ResultStore:
-    root = Path(results_dir)
-    if root.exists() and not root.is_dir():
-        raise UsageError(f"--results-dir {results_dir} is a file, not a directory")
-    store = ResultStore(root, sweep)
-    if (store.root / "trials").is_dir() and any((store.root / "trials").glob("*.parquet")):
-        raise UsageError(f"sweep {sweep} already has results in {store.root}; choose another --name")
-    try:
-        store.root.mkdir(parents=True, exist_ok=True)
-        probe = store.root / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise UsageError(f"--results-dir {results_dir} is not writable: {e.strerror}") from None
-    return store
+@dataclass(frozen=True)
+class Command:
+    """What the command line asks for, beyond how the sweep runs (``SweepOptions``)."""
+
+    options: SweepOptions
+    space: str | None
+    overrides: dict
+    list_spaces: bool
+    list_params: bool
+    dry_run: bool
+    assume_gpus: int | None
+    resume: str | None
+
+
+def parse_command(argv: list[str] | None) -> Command:
+    """The flags as typed values: nothing below the CLI sees argparse."""
+    args = build_parser().parse_args(argv)
+    options = SweepOptions(
+        results_dir=args.results_dir,
+        name=args.name,
+        address=args.address,
+        max_concurrent_trials=args.max_concurrent_trials,
+        max_failures=args.max_failures,
+        collective_timeout=args.collective_timeout,
+        dashboard=not args.no_dashboard,
+        dashboard_host=args.dashboard_host,
+        report=not args.no_report,
+        log_to=tuple(args.log_to),
+        retry_failed=args.retry_failed,
+        command=tuple(sys.argv[:1] + list(argv if argv is not None else sys.argv[1:])),
+    )
+    if args.retry_failed and not args.resume:
+        raise UsageError("--retry-failed only applies with --resume SWEEP_DIR")
+    if args.resume and args.space:
+        raise UsageError("--resume continues a sweep with its own space; drop --space")
+    return Command(
+        options=options,
+        space=args.space,
+        overrides=parse_overrides(args),
+        list_spaces=args.list_spaces,
+        list_params=args.list_params,
+        dry_run=args.dry_run,
+        assume_gpus=args.assume_gpus,
+        resume=args.resume,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return run(args, argv)
+        return run(parse_command(argv))
     except UsageError as e:
         print(f"raysweep: error: {e}", file=sys.stderr)
         return 2
 
 
-def run(args: argparse.Namespace, argv: list[str] | None) -> int:
-    if args.list_spaces:
+def run(command: Command) -> int:
+    options = command.options
+    if command.list_spaces:
         for name, description in list_spaces().items():
             print(f"{name:16s} {description}")
         return 0
-    if args.list_params:
+    if command.list_params:
         for f in TrialParams.__dataclass_fields__.values():
             print(f"{f.name:24s} default {f.default!r:24s} {f.metadata.get('doc', '')}")
         return 0
-    check_flags(args)
-    if args.address:
-        check_reachable(args.address)
-    if args.resume:
-        from raysweep.sweep import resume_sweep
-
-        return resume_sweep(args, open_sweep(args.resume))
-    if not args.space:
+    options.check()
+    if command.resume:
+        return 0 if resume_sweep(command.resume, options).all_completed else 1
+    if not command.space:
         raise UsageError("--space is required (a bundled name, see --list-spaces, or a .yaml path)")
-    space = load_space(args.space).with_overrides(parse_overrides(args))
-    sweep = check_name("sweep", args.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}")
-    static = space.expand()
-    for params in static:
-        params.validate()
+    space = resolve_space(command.space, command.overrides)
+    sweep_name(space, options)
+    static = check_space(space, options)
 
     # A GPU-only space on a machine without GPUs is skipped, and a dry run says so rather than
     # planning CPU trials that would never run (--assume-gpus plans for GPUs instead).
-    if space.requires == "gpu" and not args.address and not (args.dry_run and args.assume_gpus is not None):
-        import torch
-
-        if torch.cuda.device_count() == 0:
-            would = " would be" if args.dry_run else ""
-            hint = " (plan it for GPUs with --assume-gpus N)" if args.dry_run else ""
-            print(
-                f"raysweep: space {space.name} needs a GPU and this machine has none;{would} skipped{hint}.",
-                file=sys.stderr,
-            )
-            return 0
-
-    if args.dry_run:
-        capacity = joined_capacity(args.address) if args.address else local_capacity(static, args.assume_gpus)
-        return dry_run(space, capacity)
-    capacity = None if args.address else local_capacity(static, None)
-    trials, notes = plan_trials(space, capacity) if capacity else (None, [])
-    store = prepare_results_dir(args.results_dir, sweep)
-    from raysweep.sweep import run_sweep
-
-    return run_sweep(args, argv, space, sweep, store, trials, notes)
-
-
-def check_flags(args: argparse.Namespace) -> None:
-    for flag in ("max_concurrent_trials", "max_failures"):
-        if getattr(args, flag) < 0:
-            raise UsageError(f"--{flag.replace('_', '-')} must be >= 0, got {getattr(args, flag)}")
-    if args.collective_timeout <= 0:
-        raise UsageError(f"--collective-timeout must be a positive number of seconds, got {args.collective_timeout}")
-    if args.dashboard_host not in LOOPBACK and os.environ.get("RAY_AUTH_MODE") != "token":
-        raise UsageError(
-            f"--dashboard-host {args.dashboard_host} would expose the Ray dashboard beyond this machine without "
-            "authentication; turn on Ray's token authentication first (export RAY_AUTH_MODE=token) or keep 127.0.0.1"
+    planned_for_gpus = command.dry_run and command.assume_gpus is not None
+    if needs_missing_gpu(space, options) and not planned_for_gpus:
+        would = " would be" if command.dry_run else ""
+        hint = " (plan it for GPUs with --assume-gpus N)" if command.dry_run else ""
+        print(
+            f"raysweep: space {space.name} needs a GPU and this machine has none;{would} skipped{hint}.",
+            file=sys.stderr,
         )
-    if args.retry_failed and not args.resume:
-        raise UsageError("--retry-failed only applies with --resume SWEEP_DIR")
-    if args.resume and args.space:
-        raise UsageError("--resume continues a sweep with its own space; drop --space")
-    if args.log_to and args.resume:
-        raise UsageError("--log-to applies when a sweep starts; a resumed sweep keeps the trackers it started with")
-    check_trackers(args.log_to)
+        return 0
 
-
-def open_sweep(path: str) -> ResultStore:
-    """A sweep directory to resume: it must hold the sweep.json and Tune state a sweep writes."""
-    root = Path(path)
-    if not root.is_dir():
-        raise UsageError(f"--resume {path}: no such directory")
-    if not (root / "sweep.json").is_file() or not (root / "_tune").is_dir():
-        raise UsageError(f"--resume {path}: not a raysweep sweep (no sweep.json and _tune/ state in it)")
-    try:
-        json.loads((root / "sweep.json").read_text())
-    except ValueError:
-        raise UsageError(f"--resume {path}: sweep.json is not valid JSON") from None
-    return ResultStore(root.parent, root.name)
+    if command.dry_run:
+        if options.address:
+            capacity = joined_capacity(options.address)
+        else:
+            capacity = local_capacity(static, command.assume_gpus)
+        return dry_run(space, capacity, local_files=not options.address)
+    return 0 if run_planned(options, space).all_completed else 1
 
 
 def joined_capacity(address: str) -> Capacity:
@@ -254,8 +235,8 @@ def joined_capacity(address: str) -> Capacity:
     return Capacity.of_cluster()
 
 
-def dry_run(space: SearchSpace, capacity: Capacity) -> int:
-    trials, notes = plan_trials(space, capacity)
+def dry_run(space: SearchSpace, capacity: Capacity, *, local_files: bool) -> int:
+    trials, notes = plan_trials(space, capacity, local_files=local_files)
     print(f"space {space.name}: {space.description}")
     print(f"cluster: {capacity.describe()}")
     print(trial_table(trials))

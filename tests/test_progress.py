@@ -12,12 +12,12 @@ from raysweep.params import TrialParams
 from raysweep.progress import (
     ProgressCallback,
     SweepCounts,
-    SweepMetrics,
     count_trials,
     estimate_remaining,
     format_duration,
     status_line,
 )
+from raysweep.sweep_metrics import SweepMetrics
 from raysweep.tensorboard_logger import run_name
 
 # Anything a plain log must not hold: C0 controls but newline, DEL, and escape sequences.

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from raysweep.checks import check_trial
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
 from raysweep.space import SPACES_DIR, list_spaces, load_space, parse_space
@@ -36,7 +37,7 @@ def test_every_bundled_space_parses_and_expands_to_valid_trials(path: Path, tmp_
     for t in trials:
         if t.dataset in ("cifar10", "cifar100", "imagefolder") and not t.data_dir:
             t = dataclasses.replace(t, data_dir=str(tmp_path))  # comes from --data-dir at run time
-        t.validate()
+        check_trial(t)
     assert load_space(str(path)).expand() == trials  # by path, same trials
 
 

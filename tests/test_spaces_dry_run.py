@@ -20,7 +20,7 @@ PAPER_SCALE = ("--dry-run", "--assume-gpus", "8", "--model", "vit_base_patch16_2
 PLANNED_ON_8_GPUS = {
     "accum_grid": 8,
     "batch_grid": 5,
-    "engine": 2,
+    "engine": 7,  # ZeRO 0-3, DDP, FSDP2 with and without resharding
     "heterogeneity": 3,
     "optimizers": 3,
     "placement": 2,

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from importlib.util import find_spec
 
 import pytest
 
 from raysweep.tune import main
-
-
-@pytest.fixture(autouse=True)
-def no_sweep_starts(monkeypatch):
-    def run_sweep(*args, **kwargs):
-        raise AssertionError("reached run_sweep: this command would have started Ray")
-
-    monkeypatch.setitem(sys.modules, "raysweep.sweep", types.SimpleNamespace(run_sweep=run_sweep))
+from tests.cli_helpers import no_sweep_starts  # noqa: F401
 
 
 @pytest.mark.parametrize("tracker", ["mlflow", "wandb"])

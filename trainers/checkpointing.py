@@ -1,6 +1,6 @@
 """Engine checkpoints through Ray Train's storage, so a restarted worker group resumes mid-trial.
 
-Every rank saves (DeepSpeed writes per-rank optimizer shards under ZeRO) into its own local
+Every rank calls its engine's ``save`` (DeepSpeed and FSDP write per-rank shards) into its own local
 directory and reports it; Ray Train merges the ranks' files into one checkpoint in storage.
 On restart each rank loads that checkpoint and the trial continues at the next epoch.
 """
@@ -14,26 +14,17 @@ from dataclasses import asdict
 from pathlib import Path
 
 import ray.train
-import torch
 
+from trainers.engines import Engine
 from trainers.meter import EpochMeasure, TrialMeter
 
-TAG = "engine"
 PROGRESS = "progress.json"
 
 
-def is_deepspeed(engine) -> bool:
-    return hasattr(engine, "save_checkpoint")
-
-
-def save_checkpoint(engine, meter: TrialMeter, rank: int) -> ray.train.Checkpoint:
+def save_checkpoint(engine: Engine, meter: TrialMeter, rank: int) -> ray.train.Checkpoint:
     """A checkpoint of the engine (model, optimizer, schedule) and the trial's progress so far."""
     directory = Path(tempfile.mkdtemp(prefix="raysweep-ckpt-"))
-    if is_deepspeed(engine):
-        engine.save_checkpoint(str(directory), tag=TAG)
-    elif rank == 0:
-        module = getattr(engine.module, "module", engine.module)  # unwrap DDP
-        torch.save({"model": module.state_dict(), "optimizer": engine.optimizer.state_dict()}, directory / "ddp.pt")
+    engine.save(directory, rank)
     if rank == 0:
         progress = {"epochs": [asdict(e) for e in meter.epochs], "first_step_at": meter.first_step_at}
         (directory / PROGRESS).write_text(json.dumps(progress))
@@ -46,18 +37,13 @@ def discard(checkpoint: ray.train.Checkpoint | None) -> None:
         shutil.rmtree(checkpoint.path, ignore_errors=True)
 
 
-def restore_checkpoint(engine, meter: TrialMeter) -> bool:
+def restore_checkpoint(engine: Engine, meter: TrialMeter) -> bool:
     """Load the latest checkpoint of this run, if there is one; True when the trial resumes."""
     checkpoint = ray.train.get_checkpoint()
     if checkpoint is None:
         return False
     with checkpoint.as_directory() as directory:
-        if is_deepspeed(engine):
-            engine.load_checkpoint(directory, tag=TAG)
-        else:
-            state = torch.load(Path(directory) / "ddp.pt", map_location="cpu", weights_only=False)
-            getattr(engine.module, "module", engine.module).load_state_dict(state["model"])
-            engine.optimizer.load_state_dict(state["optimizer"])
+        engine.load(Path(directory))
         progress = json.loads((Path(directory) / PROGRESS).read_text())
     meter.epochs = [EpochMeasure(**e) for e in progress["epochs"]]
     meter.first_step_at = progress["first_step_at"]

@@ -13,31 +13,11 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from raysweep.errors import UsageError
-
-KINDS = ("raise", "exit", "oom", "hang")
-
-
-@dataclass(frozen=True)
-class Fault:
-    kind: str
-    rank: int
-    step: int
-
-
-def parse_fault(spec: str) -> Fault:
-    kind, _, where = spec.partition("@")
-    rank, _, step = where.partition(":")
-    if kind not in KINDS or not rank.isdigit() or not step.isdigit():
-        raise UsageError(
-            f"inject_fault={spec!r}: expected KIND@RANK:STEP with KIND one of {', '.join(KINDS)}, e.g. exit@1:3"
-        )
-    return Fault(kind, int(rank), int(step))
+from raysweep.fault_spec import parse_fault
 
 
 class FaultInjector:

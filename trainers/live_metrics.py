@@ -58,22 +58,13 @@ _live: LiveMetrics | None = None
 _disabled = False
 
 
-def trial_of_run(run_name: str) -> tuple[str, str]:
-    """(sweep, trial_id) from the Train run's name, ``<sweep>-<trial_id>`` (raysweep.driver); ids have no dash."""
-    sweep, _, trial_id = run_name.rpartition("-")
-    return sweep, trial_id
-
-
-def publish_epoch(meter: TrialMeter, rank: int, peak_mem_gib: float) -> None:
+def publish_epoch(meter: TrialMeter, rank: int, peak_mem_gib: float, sweep: str, trial_id: str) -> None:
     """Export this rank's figures for the epoch just finished; cheap, and once per epoch only."""
     global _live, _disabled
     if _disabled:
         return
     try:
         if _live is None:
-            import ray.train
-
-            sweep, trial_id = trial_of_run(ray.train.get_context().get_experiment_name())
             _live = LiveMetrics(sweep, trial_id, rank)
         _live.update(meter, peak_mem_gib)
     except Exception as e:  # monitoring is optional; the trial's own results still go to Tune

@@ -1,4 +1,4 @@
-"""What a rank measured, epoch by epoch, and the rows it becomes in the result tables."""
+"""What a rank measured, epoch by epoch, and the typed reports (raysweep/reports.py) it becomes."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
+from raysweep.reports import EpochReport, RankReport, TrialReport
 from trainers.timing import percentile
 
 
@@ -27,7 +28,7 @@ class EpochMeasure:
 
 @dataclass
 class TrialMeter:
-    """Accumulates epochs; ``trial_row`` is the summary the ``trials`` table stores."""
+    """Accumulates epochs; ``trial_report`` is the summary the ``trials`` table stores."""
 
     num_workers: int
     trial_started_at: float  # wall clock (time.time) when the trial's driver started
@@ -57,56 +58,57 @@ class TrialMeter:
         samples = sum(e.timed_samples for e in self.epochs)
         return samples / self.timed_s if self.timed_s > 0 else float("nan")
 
-    def epoch_row(self, e: EpochMeasure) -> dict:
-        return {
-            "epoch": e.epoch,
-            "train_loss": e.train_loss,
-            "val_loss": e.val_loss,
-            "val_accuracy": e.val_accuracy,
-            "epoch_time_s": e.epoch_time_s,
-            "elapsed_s": time.time() - self.trial_started_at,
-            "throughput": e.timed_samples / e.timed_s if e.timed_s > 0 else None,
-            "step_time_ms": statistics.fmean(e.step_ms) if e.step_ms else None,
-            "data_wait_fraction": e.data_wait_s / e.timed_s if e.timed_s > 0 else None,
-        }
+    def epoch_report(self, e: EpochMeasure) -> EpochReport:
+        return EpochReport(
+            epoch=e.epoch,
+            train_loss=e.train_loss,
+            val_loss=e.val_loss,
+            val_accuracy=e.val_accuracy,
+            epoch_time_s=e.epoch_time_s,
+            elapsed_s=time.time() - self.trial_started_at,
+            throughput=e.timed_samples / e.timed_s if e.timed_s > 0 else None,
+            step_time_ms=statistics.fmean(e.step_ms) if e.step_ms else None,
+            data_wait_fraction=e.data_wait_s / e.timed_s if e.timed_s > 0 else None,
+        )
 
-    def rank_row(self, rank: int, node: str, device_name: str, peak_mem_gib: float) -> dict:
+    def rank_report(self, rank: int, node: str, device_name: str, peak_mem_gib: float) -> RankReport:
         steps = self.step_ms
         waits = [w for e in self.epochs for w in e.wait_ms]
         step = statistics.fmean(steps) if steps else None
         wait = statistics.fmean(waits) if waits else 0.0
-        return {
-            "rank": rank,
-            "node": node,
-            "device_name": device_name,
-            "step_time_ms": step,
-            "compute_ms": None if step is None else step - wait,
-            "wait_ms": wait,
-            "peak_mem_gib": peak_mem_gib,
-        }
+        return RankReport(
+            rank=rank,
+            node=node,
+            device_name=device_name,
+            step_time_ms=step,
+            busy_ms=None if step is None else step - wait,
+            wait_ms=wait,
+            peak_mem_gib=peak_mem_gib,
+        )
 
-    def trial_row(self, samples_per_epoch: int, optimizer_steps: int, comm_time_ms: float) -> dict:
+    def trial_report(
+        self, samples_per_epoch: int, optimizer_steps: int, allreduce_probe_ms: float, retries: int
+    ) -> TrialReport:
         steps = self.step_ms
-        step = statistics.fmean(steps) if steps else float("nan")
         last = self.epochs[-1]
         data_wait = sum(e.data_wait_s for e in self.epochs)
-        return {
-            "samples_per_epoch": samples_per_epoch,
-            "optimizer_steps": optimizer_steps,
-            "train_time_s": sum(e.epoch_time_s for e in self.epochs),
-            # wall-clock instants: the recorder measures setup and teardown from Tune's own trial start
-            "trial_started_at": self.trial_started_at,
-            "first_step_at": self.first_step_at,
-            "reported_at": time.time(),
-            "warmup_s": sum(e.warmup_s for e in self.epochs),
-            "setup_breakdown": json.dumps({k: round(v, 3) for k, v in self.phases.items()}),
-            "throughput": self.throughput,
-            "throughput_per_worker": self.throughput / self.num_workers,
-            "step_time_ms": step,
-            "step_time_p95_ms": percentile(steps, 95),
-            "data_wait_fraction": data_wait / self.timed_s if self.timed_s > 0 else None,
-            "comm_time_ms": comm_time_ms,
-            "comm_fraction": comm_time_ms / step if step > 0 else None,
-            "final_loss": last.train_loss,
-            "val_accuracy": last.val_accuracy,
-        }
+        return TrialReport(
+            samples_per_epoch=samples_per_epoch,
+            optimizer_steps=optimizer_steps,
+            timed_s=self.timed_s,
+            timed_samples=sum(e.timed_samples for e in self.epochs),
+            train_time_s=sum(e.epoch_time_s for e in self.epochs),
+            warmup_s=sum(e.warmup_s for e in self.epochs),
+            setup_breakdown=json.dumps({k: round(v, 3) for k, v in self.phases.items()}),
+            throughput=self.throughput,
+            throughput_per_worker=self.throughput / self.num_workers,
+            step_time_ms=statistics.fmean(steps) if steps else float("nan"),
+            step_time_p95_ms=percentile(steps, 95),
+            data_wait_fraction=data_wait / self.timed_s if self.timed_s > 0 else None,
+            allreduce_probe_ms=allreduce_probe_ms,
+            final_loss=last.train_loss,
+            val_accuracy=last.val_accuracy,
+            retries=retries,
+            # A span on the worker's clock alone: the recorder subtracts it on its own clock (setup_s).
+            since_first_step_s=time.time() - self.first_step_at if self.first_step_at else None,
+        )

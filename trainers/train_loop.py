@@ -6,7 +6,7 @@ reporting live in the small helpers below it.  Everything a worker needs is in `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import ray.train
 import ray.train.torch
@@ -15,6 +15,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from raysweep.params import TrialParams
+from raysweep.reports import EPOCH_KEY, RANKS_KEY, TRIAL_KEY
 from trainers.batches import Batches
 from trainers.checkpointing import discard, restore_checkpoint, save_checkpoint
 from trainers.datasets import ImageData, load_dataset
@@ -45,11 +46,11 @@ def train_fn_per_worker(config: dict) -> None:
         model = create_model(params.model, data.num_classes, params.image_size)
     num_grads = sum(p.numel() for p in model.parameters() if p.requires_grad)
     meter.mark("model_built")
-    engine = build_engine(params, model, device)
+    plan = EpochPlan.of(params, data)
+    engine = build_engine(params, model, device, total_steps=plan.steps_per_epoch * params.epochs)
     meter.mark("engine_ready")
     image_size = params.image_size or native_image_size(params.model)
     batches = Batches(data, device, image_size, engine.input_dtype, rank, world, params.seed)
-    plan = EpochPlan.of(params, data)
     if restore_checkpoint(engine, meter) and rank == 0:
         print(f"raysweep: resumed from checkpoint after epoch {len(meter.epochs) - 1}", flush=True)
     straggler = Straggler(params, rank, world, device)
@@ -63,7 +64,9 @@ def train_fn_per_worker(config: dict) -> None:
             raise out_of_memory(e, rank, device) from e
         measure.val_loss, measure.val_accuracy = evaluate(engine, batches, params.effective_micro_batch, device)
         meter.epochs.append(measure)
-        publish_epoch(meter, rank, peak_memory_gib(device))  # live gauges for the dashboard, once per epoch
+        publish_epoch(
+            meter, rank, peak_memory_gib(device), config["sweep"], config["trial_id"]
+        )  # live gauges for the dashboard, once per epoch
         if comm_time_ms is None:
             comm_time_ms = time_allreduce_ms(num_grads, grad_dtype(params), device)
         last = epoch == params.epochs - 1
@@ -226,22 +229,21 @@ def report(
     retries: int,
     checkpoint: ray.train.Checkpoint | None,
 ) -> None:
-    """Every rank reports (Ray Train expects it); rank 0's metrics carry all ranks' rows to Tune."""
-    rank_rows = gather(meter.rank_row(rank, node_name(), device_name(device), peak_memory_gib(device)))
+    """Every rank reports (Ray Train expects it); rank 0's metrics carry all ranks' reports to Tune."""
+    ranks = gather(meter.rank_report(rank, node_name(), device_name(device), peak_memory_gib(device)))
     epoch = meter.epochs[-1]
-    trial_row = meter.trial_row(plan.samples_per_epoch, plan.steps_per_epoch * len(meter.epochs), comm_time_ms)
-    trial_row["retries"] = retries
+    trial = meter.trial_report(plan.samples_per_epoch, plan.steps_per_epoch * len(meter.epochs), comm_time_ms, retries)
     ray.train.report(
         {
             "epoch": epoch.epoch,
-            "throughput": trial_row["throughput"],
+            "throughput": trial.throughput,
             "train_loss": epoch.train_loss,
             "val_accuracy": epoch.val_accuracy,
             "final": final,
-            "epoch_row": meter.epoch_row(epoch),
-            "trial_row": trial_row,
+            EPOCH_KEY: asdict(meter.epoch_report(epoch)),
+            TRIAL_KEY: asdict(trial),
             # keyed by rank so every value is a scalar that Tune's loggers can chart
-            "rank_rows": {str(r["rank"]): r for r in rank_rows},
+            RANKS_KEY: {str(r.rank): asdict(r) for r in ranks},
         },
         checkpoint=checkpoint,
     )

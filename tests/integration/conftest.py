@@ -16,8 +16,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def pytest_collection_modifyitems(items):
+    # The hook sees every collected item of the session, unit tests included: mark only this directory's.
+    here = Path(__file__).resolve().parent
     for item in items:
-        item.add_marker(pytest.mark.integration)
+        if here in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.integration)
 
 
 def run_cli(*args: str, timeout: int = 600, module: str = "raysweep.tune") -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""FitScheduler: hands Tune the next pending trial whose ranks fit in the free capacity (no Ray started)."""
+"""FitSearcher: hands Tune the next pending trial whose ranks fit in the free capacity (no Ray started)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ray.tune.search import Searcher
 
 from raysweep.cluster import Capacity
 from raysweep.params import TrialParams
-from raysweep.scheduler import FitScheduler
+from raysweep.searcher import FitSearcher
 
 BASE = {"sweep": "s", "storage_path": "/tmp/x", "collective_timeout_s": 60, "max_failures": 0}
 
@@ -22,8 +22,8 @@ def gpu_trial(workers: int) -> TrialParams:
     return TrialParams(num_workers=workers, device="gpu", precision="bf16")
 
 
-def scheduler(trials, cpus=4.0, gpus=0.0, max_concurrent=0) -> FitScheduler:
-    return FitScheduler(trials, Capacity({"node": {"CPU": cpus, "GPU": gpus}}), dict(BASE), max_concurrent)
+def searcher(trials, cpus=4.0, gpus=0.0, max_concurrent=0) -> FitSearcher:
+    return FitSearcher(trials, Capacity({"node": {"CPU": cpus, "GPU": gpus}}), dict(BASE), max_concurrent)
 
 
 def index_of(suggestion) -> int:
@@ -33,7 +33,7 @@ def index_of(suggestion) -> int:
 
 def test_suggestion_carries_the_base_config_the_index_and_the_params():
     trials = [cpu_trial(1, micro_batch_per_worker=16), cpu_trial(1, micro_batch_per_worker=64)]
-    s = scheduler(trials)
+    s = searcher(trials)
     config = s.suggest("t0")
     assert config == {**BASE, "index": 0, "params": trials[0].to_dict()}
     assert TrialParams.from_dict(config["params"]) == trials[0]
@@ -41,14 +41,14 @@ def test_suggestion_carries_the_base_config_the_index_and_the_params():
 
 def test_trials_are_handed_out_in_order_while_they_fit_then_finished():
     trials = [cpu_trial(1) for _ in range(3)]
-    s = scheduler(trials, cpus=4.0)
+    s = searcher(trials, cpus=4.0)
     assert [index_of(s.suggest(f"t{i}")) for i in range(3)] == [0, 1, 2]
     assert s.suggest("t3") == Searcher.FINISHED
     assert s.suggest("t4") == Searcher.FINISHED
 
 
 def test_waits_with_none_when_nothing_pending_fits():
-    s = scheduler([cpu_trial(1), cpu_trial(1)], cpus=2.0)
+    s = searcher([cpu_trial(1), cpu_trial(1)], cpus=2.0)
     assert index_of(s.suggest("a")) == 0
     before = copy.deepcopy(s.capacity.nodes)
     assert s.suggest("b") is None  # 2 - 1 - driver share < 1 CPU
@@ -58,7 +58,7 @@ def test_waits_with_none_when_nothing_pending_fits():
 
 def test_backfills_a_later_smaller_trial_when_the_head_does_not_fit():
     trials = [gpu_trial(2), gpu_trial(4), gpu_trial(1), gpu_trial(1)]
-    s = scheduler(trials, cpus=64.0, gpus=4.0)
+    s = searcher(trials, cpus=64.0, gpus=4.0)
     assert index_of(s.suggest("a")) == 0
     assert index_of(s.suggest("b")) == 2  # the 4-GPU trial waits; a 1-GPU trial uses an idle GPU
     assert index_of(s.suggest("c")) == 3
@@ -69,7 +69,7 @@ def test_backfills_a_later_smaller_trial_when_the_head_does_not_fit():
 
 def test_finishing_trials_frees_capacity_so_the_big_pending_trial_starts():
     trials = [gpu_trial(2), gpu_trial(4), gpu_trial(1)]
-    s = scheduler(trials, cpus=64.0, gpus=4.0)
+    s = searcher(trials, cpus=64.0, gpus=4.0)
     s.suggest("a"), s.suggest("c")  # trials 0 and 2 run, trial 1 needs all four GPUs
     assert s.suggest("x") is None
     s.on_trial_complete("a", result={"throughput": 1.0})
@@ -81,7 +81,7 @@ def test_finishing_trials_frees_capacity_so_the_big_pending_trial_starts():
 
 @pytest.mark.parametrize("error", [False, True])
 def test_on_trial_complete_restores_the_capacity_exactly(error):
-    s = scheduler([cpu_trial(2, cpus_per_worker=1.5)], cpus=8.0)
+    s = searcher([cpu_trial(2, cpus_per_worker=1.5)], cpus=8.0)
     before = copy.deepcopy(s.capacity.nodes)
     s.suggest("a")
     assert s.capacity.nodes["node"]["CPU"] < before["node"]["CPU"]
@@ -91,7 +91,7 @@ def test_on_trial_complete_restores_the_capacity_exactly(error):
 
 
 def test_completing_an_unknown_or_already_completed_trial_changes_nothing():
-    s = scheduler([cpu_trial(1)], cpus=4.0)
+    s = searcher([cpu_trial(1)], cpus=4.0)
     s.suggest("a")
     s.on_trial_complete("a")
     after = copy.deepcopy(s.capacity.nodes)
@@ -101,7 +101,7 @@ def test_completing_an_unknown_or_already_completed_trial_changes_nothing():
 
 
 def test_max_concurrent_caps_running_trials_even_with_room():
-    s = scheduler([cpu_trial(1) for _ in range(4)], cpus=16.0, max_concurrent=2)
+    s = searcher([cpu_trial(1) for _ in range(4)], cpus=16.0, max_concurrent=2)
     assert index_of(s.suggest("a")) == 0
     assert index_of(s.suggest("b")) == 1
     assert s.suggest("c") is None
@@ -111,14 +111,14 @@ def test_max_concurrent_caps_running_trials_even_with_room():
 
 
 def test_zero_max_concurrent_means_as_many_as_fit():
-    s = scheduler([cpu_trial(1) for _ in range(5)], cpus=16.0, max_concurrent=0)
+    s = searcher([cpu_trial(1) for _ in range(5)], cpus=16.0, max_concurrent=0)
     assert [index_of(s.suggest(str(i))) for i in range(5)] == [0, 1, 2, 3, 4]
 
 
 def test_whole_sweep_drains_without_deadlock():
     """Simulate Tune: ask until FINISHED, completing the oldest running trial whenever told to wait."""
     trials = [cpu_trial(n) for n in (3, 1, 2, 3, 1, 1, 2)]
-    s = scheduler(trials, cpus=4.0)
+    s = searcher(trials, cpus=4.0)
     started, running, asks = [], [], 0
     while True:
         asks += 1
@@ -142,9 +142,9 @@ def test_whole_sweep_drains_without_deadlock():
 def test_saved_state_restores_pending_running_and_capacity():
     """Tune checkpoints the searcher with get_state/set_state; a restored one continues where it was."""
     trials = [gpu_trial(2), gpu_trial(2), gpu_trial(1)]
-    s = scheduler(trials, cpus=64.0, gpus=2.0)
+    s = searcher(trials, cpus=64.0, gpus=2.0)
     s.suggest("a")
-    restored = scheduler(trials, cpus=64.0, gpus=2.0)
+    restored = searcher(trials, cpus=64.0, gpus=2.0)
     restored.set_state(copy.deepcopy(s.get_state()))
     assert [i for i, _ in restored.pending] == [1, 2]
     assert restored.capacity.nodes == s.capacity.nodes

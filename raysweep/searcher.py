@@ -20,7 +20,7 @@ from raysweep.cluster import Capacity, Demand
 from raysweep.params import TrialParams
 
 
-class FitScheduler(Searcher):
+class FitSearcher(Searcher):
     def __init__(
         self,
         trials: list[TrialParams],

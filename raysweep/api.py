@@ -1,0 +1,197 @@
+"""The Python API: ``run_sweep`` runs a search space on Ray and returns its tables; ``load_sweep`` reads one back.
+
+    import raysweep
+    result = raysweep.run_sweep("batch_grid", overrides={"epochs": 1}, dashboard=False)
+    result.trials.to_pandas()
+
+The command line (``python -m raysweep.tune``) is a thin layer over these functions; bad input raises
+``UsageError`` with the message the CLI prints.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from raysweep.checks import check_trial
+from raysweep.cluster import check_reachable
+from raysweep.errors import UsageError
+from raysweep.options import SweepOptions
+from raysweep.params import TrialParams
+from raysweep.plan import local_capacity, plan_trials
+from raysweep.space import SearchSpace, load_space, space_from_mapping
+from raysweep.store import ResultStore, check_name, read_table
+
+
+@dataclass
+class SweepResult:
+    """A sweep directory and its tables (read on first use, then kept)."""
+
+    path: Path
+    report: Path | None = None
+
+    @functools.cached_property
+    def trials(self) -> pa.Table:
+        return read_table(self.path / "trials", "trials")
+
+    @functools.cached_property
+    def epochs(self) -> pa.Table:
+        return read_table(self.path / "epochs", "epochs")
+
+    @functools.cached_property
+    def ranks(self) -> pa.Table:
+        return read_table(self.path / "ranks", "ranks")
+
+    @property
+    def all_completed(self) -> bool:
+        statuses = self.trials.column("status").to_pylist()
+        return bool(statuses) and all(s == "completed" for s in statuses)
+
+
+def run_sweep(
+    space: str | Path | Mapping[str, Any],
+    *,
+    results_dir: str | Path = "./raysweep-results",
+    name: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    address: str | None = None,
+    max_concurrent_trials: int = 0,
+    max_failures: int = 0,
+    collective_timeout: int = 600,
+    dashboard: bool = True,
+    dashboard_host: str = "127.0.0.1",
+    report: bool = True,
+    log_to: tuple[str, ...] = (),
+) -> SweepResult:
+    """Run ``space`` (a bundled name, a YAML path, or a mapping with a space file's keys) and return its tables.
+
+    ``overrides`` sets trial parameters as ``--set`` does (a list makes an axis). Everything is checked
+    before Ray starts; bad input raises ``UsageError``.
+    """
+    options = SweepOptions(
+        results_dir=str(results_dir),
+        name=name,
+        address=address,
+        max_concurrent_trials=max_concurrent_trials,
+        max_failures=max_failures,
+        collective_timeout=collective_timeout,
+        dashboard=dashboard,
+        dashboard_host=dashboard_host,
+        report=report,
+        log_to=tuple(log_to),
+    )
+    return run_planned(options, resolve_space(space, overrides or {}))
+
+
+def resolve_space(space: str | Path | Mapping[str, Any], overrides: Mapping[str, Any]) -> SearchSpace:
+    if isinstance(space, Mapping):
+        loaded = space_from_mapping("space", dict(space), "space mapping")
+    elif isinstance(space, (str, Path)):
+        loaded = load_space(str(space))
+    else:
+        raise UsageError(f"space must be a bundled name, a .yaml path or a mapping, got {type(space).__name__}")
+    return loaded.with_overrides(dict(overrides))
+
+
+def check_space(space: SearchSpace, options: SweepOptions) -> list[TrialParams]:
+    """The options and every trial's values, names and (for a local cluster) data files."""
+    options.check()
+    if options.address:
+        check_reachable(options.address)  # before anything is written: a dead address leaves no sweep dir
+    trials = space.expand()
+    for params in trials:
+        check_trial(params, local_files=not options.address)
+    return trials
+
+
+def needs_missing_gpu(space: SearchSpace, options: SweepOptions) -> bool:
+    """A GPU-only space planned for this machine, which has none (a joined cluster is asked later)."""
+    if space.requires != "gpu" or options.address:
+        return False
+    import torch
+
+    return torch.cuda.device_count() == 0
+
+
+def sweep_name(space: SearchSpace, options: SweepOptions) -> str:
+    return check_name("sweep", options.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def run_planned(options: SweepOptions, space: SearchSpace) -> SweepResult:
+    """Check, plan for the cluster, prepare the sweep directory, run, and return the result."""
+    static = check_space(space, options)
+    if needs_missing_gpu(space, options):
+        raise UsageError(f"space {space.name} needs a GPU and this machine has none")
+    sweep = sweep_name(space, options)
+    capacity = None if options.address else local_capacity(static, None)
+    trials, notes = plan_trials(space, capacity) if capacity else (None, [])
+    store = prepare_results_dir(options.results_dir, sweep)
+    from raysweep.sweep import run_sweep as run_on_ray
+
+    report = run_on_ray(options, space, sweep, store, trials, notes)
+    return SweepResult(store.root, report)
+
+
+def resume_sweep(path: str | Path, options: SweepOptions) -> SweepResult:
+    """Continue an interrupted sweep: finished trials keep their rows (``retry_failed`` reruns failed ones)."""
+    options.check()
+    if options.log_to:
+        raise UsageError("--log-to applies when a sweep starts; a resumed sweep keeps the trackers it started with")
+    store = open_sweep(path)
+    from raysweep.sweep import resume_sweep as resume_on_ray
+
+    report = resume_on_ray(options, store)
+    return SweepResult(store.root, report)
+
+
+def load_sweep(path: str | Path) -> SweepResult:
+    """An existing sweep directory (``<results-dir>/<sweep>``) with its tables and report, if written."""
+    root = Path(path)
+    if not root.is_dir():
+        raise UsageError(f"sweep directory {path} does not exist")
+    if not (root / "sweep.json").is_file() and not (root / "trials").is_dir():
+        raise UsageError(f"{path} is not a raysweep sweep (no sweep.json and no trials/ in it)")
+    report = root / "report" / "report.md"
+    return SweepResult(root, report if report.is_file() else None)
+
+
+def open_sweep(path: str | Path) -> ResultStore:
+    """A sweep directory to resume: it must hold the sweep.json and Tune state a sweep writes."""
+    import json
+
+    root = Path(path)
+    if not root.is_dir():
+        raise UsageError(f"--resume {path}: no such directory")
+    if not (root / "sweep.json").is_file() or not (root / "_tune").is_dir():
+        raise UsageError(f"--resume {path}: not a raysweep sweep (no sweep.json and _tune/ state in it)")
+    try:
+        json.loads((root / "sweep.json").read_text())
+    except ValueError:
+        raise UsageError(f"--resume {path}: sweep.json is not valid JSON") from None
+    return ResultStore(root.parent, root.name)
+
+
+def prepare_results_dir(results_dir: str, sweep: str) -> ResultStore:
+    root = Path(results_dir)
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"--results-dir {results_dir} is a file, not a directory")
+    store = ResultStore(root, sweep)
+    if (store.root / "trials").is_dir() and any((store.root / "trials").glob("*.parquet")):
+        raise UsageError(f"sweep {sweep} already has results in {store.root}; choose another --name")
+    try:
+        store.root.mkdir(parents=True, exist_ok=True)
+        probe = store.root / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"--results-dir {results_dir} is not writable: {e.strerror}") from None
+    return store
+
+
+__all__ = ["SweepOptions", "SweepResult", "load_sweep", "resume_sweep", "run_sweep"]

@@ -1,0 +1,48 @@
+"""How much of a sweep's time its devices spent training: the duty cycle and the trials' setup times.
+
+duty cycle = sum over trials of timed_s x ranks / (wall x devices), where wall runs from the first
+trial's start to the last one's end (the sweep's clock) and devices are the GPUs available, or on a
+CPU-only cluster the CPUs the trials could use (each rank holding ``cpus_per_worker`` of them).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import pyarrow as pa
+
+
+def sweep_economy(trials: pa.Table, devices: float) -> dict[str, Any]:
+    """``sweep.json``'s ``economy``: wall_s, duty_cycle, median_setup_s, median_later_setup_s, devices."""
+    rows = [r for r in trials.to_pylist() if r["started_at"] is not None and r["finished_at"] is not None]
+    if not rows or devices <= 0:
+        return {"wall_s": None, "duty_cycle": None, "median_setup_s": None, "median_later_setup_s": None,
+                "devices": devices}  # fmt: skip
+    rows.sort(key=lambda r: r["started_at"])
+    wall = (max(r["finished_at"] for r in rows) - rows[0]["started_at"]).total_seconds()
+    # A GPU trial's rank is one device; a CPU trial's rank holds cpus_per_worker of the CPUs counted.
+    busy = sum((r["timed_s"] or 0.0) * r["num_workers"] * rank_devices(r) for r in rows)
+    setups = [r["setup_s"] for r in rows if r["setup_s"] is not None]
+    later = [r["setup_s"] for r in rows[1:] if r["setup_s"] is not None]
+    return {
+        "wall_s": wall,
+        "duty_cycle": busy / (wall * devices) if wall > 0 else None,
+        "median_setup_s": statistics.median(setups) if setups else None,
+        "median_later_setup_s": statistics.median(later) if later else None,
+        "devices": devices,
+    }
+
+
+def rank_devices(row: dict[str, Any]) -> float:
+    return 1.0 if row["device"] == "gpu" else float(row["cpus_per_worker"])
+
+
+def economy_line(economy: dict[str, Any]) -> str:
+    """The end-of-sweep summary's part about it, e.g. ``duty cycle 0.41, median setup 4.2 s``."""
+    parts = []
+    if economy["duty_cycle"] is not None:
+        parts.append(f"duty cycle {economy['duty_cycle']:.2f}")
+    if economy["median_setup_s"] is not None:
+        parts.append(f"median setup {economy['median_setup_s']:.1f} s")
+    return ", ".join(parts)

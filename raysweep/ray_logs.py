@@ -1,0 +1,59 @@
+"""Ray's framework chatter stays in Ray's log files; raysweep's own lines, warnings and errors reach the screen.
+
+Ray forwards every worker's stdout/stderr to this terminal (``log_to_driver``), after writing it to the
+worker's files under the session's ``logs/``. Two sources would flood it: Ray Train logs each
+``ray.train.report`` with its whole metrics dict ("Reporting training result ... TrainingReport(...)",
+an INFO line of a logger named after its file, so Ray Train's log level does not reach it), and the
+detached PlacementGroupCleaner actor warns every second that the State API is unavailable when the
+dashboard is off. The forwarding is filtered on the driver, so those lines are kept in the files and
+dropped from the screen only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+CHATTER = (
+    "Reporting training result",  # ray/train/v2/_internal/execution/context.py, per report, every rank
+    "State API may be temporarily unavailable",  # ray/train/v2/.../controller/placement_group_cleaner.py
+)
+PRINTER = "ray_print_logs"  # the name ray.init gives its forwarding handler
+
+
+def is_chatter(line: str) -> bool:
+    return any(marker in line for marker in CHATTER)
+
+
+def quiet_forwarded_logs() -> None:
+    """Wrap Ray's printer of forwarded worker lines in a filter of ``CHATTER`` (after ``ray.init``)."""
+    from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+
+    printers = [handler for name, handler in dispatcher.handlers if name == PRINTER]
+    if not printers:
+        return  # log_to_driver is off: nothing reaches the screen
+    printer = printers[0]
+
+    def print_without_chatter(data: dict) -> None:
+        lines = [line for line in data.get("lines", []) if not is_chatter(line)]
+        if lines:
+            printer({**data, "lines": lines})
+
+    dispatcher.remove_handler(PRINTER)
+    dispatcher.add_handler(PRINTER, print_without_chatter)
+
+
+def logs_location() -> str:
+    """Where this session's Ray logs are: the local session's directory, or the head node's."""
+    import ray
+
+    node = ray._private.worker._global_node
+    if node is not None:
+        return node.get_logs_dir_path()
+    return "/tmp/ray/session_latest/logs on the cluster's head node"
+
+
+def plain_log_output() -> None:
+    """On a plain log, Ray's forwarded worker lines come without colour codes too."""
+    if not sys.stdout.isatty():
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # read by Ray as it prints each line

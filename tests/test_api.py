@@ -1,0 +1,88 @@
+"""The Python API: bad input raises UsageError (the CLI's messages) before Ray starts; load_sweep reads tables."""
+
+from __future__ import annotations
+
+import pytest
+
+import raysweep
+from raysweep.errors import UsageError
+from raysweep.store import ResultStore
+from tests.cli_helpers import no_sweep_starts  # noqa: F401
+
+
+@pytest.mark.parametrize(
+    ("space", "keywords", "message"),
+    [
+        ("no_such_space", {}, "unknown space 'no_such_space'; bundled spaces:"),
+        ("batch_grid", {"overrides": {"num_workers": 0}}, "num_workers must be a positive integer, got 0"),
+        ("batch_grid", {"overrides": {"no_such_param": 1}}, "no_such_param"),
+        ("batch_grid", {"overrides": {"model": "vit_nonexistent_xyz"}}, "model='vit_nonexistent_xyz'"),
+        ("batch_grid", {"max_failures": -1}, "--max-failures must be >= 0, got -1"),
+        ("batch_grid", {"collective_timeout": 0}, "--collective-timeout must be a positive number of seconds"),
+        ("batch_grid", {"name": "../up"}, "sweep"),
+        ({"axes": {"epochs": [1]}, "colour": "red"}, {}, "unknown key 'colour'"),
+        ({"fixed": {"engine": "megatron"}}, {}, "engine='megatron' is not one of deepspeed, ddp, fsdp"),
+        (42, {}, "space must be a bundled name, a .yaml path or a mapping, got int"),
+    ],
+)
+def test_bad_input_raises_usage_error_naming_it_and_starts_nothing(tmp_path, space, keywords, message):
+    results = tmp_path / "results"
+    with pytest.raises(UsageError) as e:
+        raysweep.run_sweep(space, results_dir=results, dashboard=False, **keywords)
+    assert message in str(e.value)
+    assert not results.exists()
+
+
+def test_a_results_dir_that_is_a_file_is_refused(tmp_path):
+    file = tmp_path / "taken"
+    file.write_text("")
+    with pytest.raises(UsageError, match="is a file, not a directory"):
+        raysweep.run_sweep("batch_grid", results_dir=file)
+
+
+def test_a_good_space_reaches_ray_and_only_then_the_tripwire(tmp_path):
+    with pytest.raises(AssertionError, match="reached run_sweep"):
+        raysweep.run_sweep({"fixed": {"epochs": 1}}, results_dir=tmp_path, name="ok")
+
+
+def test_load_sweep_reads_the_tables_of_a_sweep_directory(tmp_path):
+    store = ResultStore(tmp_path, "s")
+    store.write_rows("trials", "t1", [{"trial_id": "t1", "status": "completed", "num_workers": 2}])
+    result = raysweep.load_sweep(store.root)
+    assert result.path == store.root and result.report is None
+    assert result.trials.column("num_workers").to_pylist() == [2]
+    assert result.epochs.num_rows == 0 and result.ranks.num_rows == 0
+    assert result.all_completed
+
+
+def test_load_sweep_of_a_directory_without_a_sweep_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="does not exist"):
+        raysweep.load_sweep(tmp_path / "nowhere")
+    with pytest.raises(UsageError, match="not a raysweep sweep"):
+        raysweep.load_sweep(tmp_path)
+
+
+def test_ray_chatter_is_recognised_and_raysweep_lines_are_not():
+    from raysweep.ray_logs import is_chatter
+
+    assert is_chatter("Reporting training result 3: TrainingReport(checkpoint=None, metrics={...}) from rank 0")
+    assert is_chatter("Failed to query Ray Train Controller actor state. State API may be temporarily unavailable.")
+    assert not is_chatter("raysweep: resumed from checkpoint after epoch 0")
+
+
+def test_forwarded_worker_lines_lose_the_chatter_and_keep_the_rest():
+    from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+
+    from raysweep.ray_logs import PRINTER, quiet_forwarded_logs
+
+    printed, saved = [], list(dispatcher.handlers)
+    dispatcher.handlers = [(PRINTER, printed.append)]
+    try:
+        quiet_forwarded_logs()
+        dispatcher.emit({"pid": 1, "is_err": True, "lines": ["Reporting training result 1: TrainingReport(...)"]})
+        dispatcher.emit(
+            {"pid": 2, "is_err": False, "lines": ["raysweep: resumed", "State API may be temporarily unavailable"]}
+        )
+    finally:
+        dispatcher.handlers = saved
+    assert printed == [{"pid": 2, "is_err": False, "lines": ["raysweep: resumed"]}]

@@ -1,0 +1,81 @@
+"""The recorder rebuilds the workers' typed reports from Tune's results and writes rows of the schema."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import pytest
+
+from raysweep.params import TrialParams
+from raysweep.recorder import ResultTablesCallback, peak_memory_in
+from raysweep.reports import (
+    EPOCH_KEY,
+    RANKS_KEY,
+    TRIAL_KEY,
+    EpochReport,
+    RankReport,
+    TrialReport,
+    from_metrics,
+    row_of,
+)
+from raysweep.schema import EPOCHS, RANKS, TRIALS, params_row
+from raysweep.store import ResultStore
+
+
+def trial(params: TrialParams):
+    return types.SimpleNamespace(trial_id="t1", config={"params": params.to_dict()}, error_file=None)
+
+
+def result(epoch: int, final: bool) -> dict:
+    """What a worker's report() sends: asdict of the reports under the fixed keys."""
+    ranks = [
+        RankReport(rank=r, node=f"n{r}", device_name="cpu", step_time_ms=10.0 + r, peak_mem_gib=1.0 + r) for r in (0, 1)
+    ]
+    return {
+        "final": final,
+        EPOCH_KEY: dataclasses.asdict(EpochReport(epoch=epoch, train_loss=1.0 / (epoch + 1), throughput=100.0)),
+        TRIAL_KEY: dataclasses.asdict(TrialReport(samples_per_epoch=64, throughput=100.0, since_first_step_s=2.0)),
+        RANKS_KEY: {str(r.rank): dataclasses.asdict(r) for r in ranks},
+    }
+
+
+def test_reports_survive_the_trip_as_dicts():
+    report = TrialReport(samples_per_epoch=64, mfu=0.4, retries=2)
+    assert from_metrics(TrialReport, dataclasses.asdict(report)) == report
+    assert "since_first_step_s" not in row_of(report)  # transport only, not a column
+
+
+def test_a_completed_trial_writes_one_row_per_table_entry_with_the_derived_configuration(tmp_path):
+    store = ResultStore(tmp_path, "s")
+    params = TrialParams.from_dict({"num_workers": 2, "global_batch": 64, "epochs": 2}).resolve(False)
+    recorder, t = ResultTablesCallback(store), trial(params)
+    recorder.on_trial_start(0, [], t)
+    recorder.on_trial_result(0, [], t, result(0, final=False))
+    recorder.on_trial_result(0, [], t, result(1, final=True))
+    recorder.on_trial_complete(0, [], t)
+    (row,) = store.read("trials").to_pylist()
+    assert row["status"] == "completed" and row["error"] is None
+    assert {k: row[k] for k in params_row(params)} == pytest.approx(params_row(params))
+    assert row["micro_batch_per_worker"] == 32 and row["global_batch"] == 64  # derived: 64 / 2 ranks
+    assert row["num_nodes"] == 2 and row["node_ids"] == ["n0", "n1"] and row["peak_mem_gib"] == 2.0
+    assert row["samples_per_epoch"] == 64 and row["mfu"] is None  # a column no code fills yet is NULL
+    assert row["setup_s"] is not None and row["teardown_s"] >= 0
+    assert [r["epoch"] for r in store.read("epochs").to_pylist()] == [0, 1]
+    assert [r["busy_ms"] for r in store.read("ranks").to_pylist()] == [None, None]
+    assert store.read("trials").schema.equals(TRIALS) and store.read("epochs").schema.equals(EPOCHS)
+    assert store.read("ranks").schema.equals(RANKS)
+
+
+def test_a_trial_that_ends_before_its_last_epoch_is_failed(tmp_path):
+    store = ResultStore(tmp_path, "s")
+    recorder, t = ResultTablesCallback(store), trial(TrialParams())
+    recorder.on_trial_result(0, [], t, result(0, final=False))
+    recorder.on_trial_complete(0, [], t)
+    (row,) = store.read("trials").to_pylist()
+    assert row["status"] == "failed" and "before its last epoch" in row["error"]
+
+
+def test_peak_memory_of_an_out_of_memory_message():
+    assert peak_memory_in("OutOfMemoryError on rank 1: ... (peak_mem_gib=7.250)") == 7.25
+    assert peak_memory_in("RuntimeError: boom") is None

@@ -1,0 +1,84 @@
+"""DeepSpeed's engine (ZeRO 0-3, its bf16/fp16 engine or torch autocast) behind our engine interface.
+
+We hold DeepSpeed's engine and change none of its attributes. Where clipping in fp32 is exact
+without DeepSpeed (ZeRO 0 and no DeepSpeed bf16/fp16 engine or loss scaler), DeepSpeed's clipping is
+off and we clip with torch's foreach ``clip_grad_norm_`` between backward and step: DeepSpeed's own
+helper for that path copies two host scalars to the device every step, and each copy waits for the
+whole queue of kernels. Everywhere else DeepSpeed clips (its ZeRO and low-precision optimizers clip
+their own partitions, after unscaling).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from raysweep.params import TrialParams
+from trainers.deepspeed_config import GRAD_CLIP_NORM, build_deepspeed_config
+from trainers.engines.ddp import DTYPES
+
+TAG = "engine"
+
+
+def clips_outside_deepspeed(params: TrialParams) -> bool:
+    """Whether the gradients at step time are the true fp32 ones, all-reduced: ZeRO 0, fp32 or bf16 autocast."""
+    return params.zero_stage == 0 and (
+        params.precision == "fp32" or (params.precision == "bf16" and params.uses_autocast)
+    )
+
+
+class DeepSpeedEngine:
+    """DeepSpeed's engine, held: ``engine(x)``, ``engine.backward(loss)``, ``engine.step()`` per micro batch."""
+
+    def __init__(
+        self,
+        params: TrialParams,
+        model: torch.nn.Module,
+        device: torch.device,
+        make_optimizer: Callable[[torch.nn.Module], torch.optim.Optimizer],
+        make_scheduler: Callable[[torch.optim.Optimizer], torch.optim.lr_scheduler.LRScheduler],
+    ):
+        import deepspeed
+
+        model = model.to(device)
+        config = build_deepspeed_config(params)
+        self.clip_here = clips_outside_deepspeed(params)
+        if self.clip_here:
+            config["gradient_clipping"] = 0.0
+        # DeepSpeed calls the schedule factory with its own optimizer and steps the schedule at each
+        # accumulation boundary, after the optimizer (skipping the steps an fp16 overflow skips).
+        self.ds, *_ = deepspeed.initialize(
+            model=model, optimizer=make_optimizer(model), lr_scheduler=make_scheduler, config=config
+        )
+        if params.compile:
+            self.ds.compile()
+        self.module = self.ds
+        self.input_dtype = torch.float32 if params.uses_autocast else DTYPES[params.precision]
+        # Under autocast the weights, and so the gradients, are fp32; DeepSpeed's own engine reduces in its dtype.
+        self.reduce_dtype = self.input_dtype
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.ds(x)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.ds.backward(loss)
+
+    def step(self) -> None:
+        if self.clip_here and self.ds.is_gradient_accumulation_boundary():
+            torch.nn.utils.clip_grad_norm_(self.ds.module.parameters(), GRAD_CLIP_NORM, foreach=True)
+        self.ds.step()
+
+    def train(self) -> None:
+        self.ds.train()
+
+    def eval(self) -> None:
+        self.ds.eval()
+
+    def save(self, directory: Path, rank: int) -> None:
+        """Every rank calls it: DeepSpeed writes per-rank optimizer shards under ZeRO (and the schedule)."""
+        self.ds.save_checkpoint(str(directory), tag=TAG)
+
+    def load(self, directory: Path) -> None:
+        self.ds.load_checkpoint(str(directory), tag=TAG)

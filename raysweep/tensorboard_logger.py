@@ -24,7 +24,7 @@ EPOCH_SCALARS = {
     "perf/epoch_time_s": "epoch_time_s",
     "perf/data_wait_fraction": "data_wait_fraction",
 }
-RANK_SCALARS = ("step_time_ms", "compute_ms", "wait_ms", "peak_mem_gib")
+RANK_SCALARS = ("step_time_ms", "busy_ms", "wait_ms", "peak_mem_gib")
 # Parameters named in a run only when they differ from their defaults, to keep names short.
 # Parameter -> its prefix in the name: "-z2-sgd-bf16-ddp-strictspread-slow0".
 EXTRA_NAME_PARAMS = {

@@ -7,6 +7,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
+from trainers.flops import ComputeRate
 from trainers.timing import percentile
 
 
@@ -14,8 +15,9 @@ from trainers.timing import percentile
 class EpochMeasure:
     epoch: int
     step_ms: list[float]  # timed optimizer steps (warm-up excluded)
-    wait_ms: list[float]  # time each timed step waited for the other ranks
+    wait_ms: list[float] | None  # time each timed step waited for the other ranks; None without the barrier
     data_wait_s: float  # host time spent producing timed batches
+    timed_steps: int  # optimizer steps in the timing
     timed_samples: int  # global samples in the timed steps
     timed_s: float  # synchronised wall time of the timed steps
     warmup_s: float  # wall time of this epoch's warm-up steps (compilation, autotuning)
@@ -23,6 +25,8 @@ class EpochMeasure:
     train_loss: float
     val_loss: float | None
     val_accuracy: float | None
+    slowdown_achieved: float | None  # this rank's busy step time over its calibrated one (trainers.straggler)
+    energy_j: float | None  # this rank's GPU energy over the timed steps (trainers.energy)
 
 
 @dataclass
@@ -53,9 +57,18 @@ class TrialMeter:
         return sum(e.timed_s for e in self.epochs)
 
     @property
+    def timed_samples(self) -> int:
+        return sum(e.timed_samples for e in self.epochs)
+
+    @property
     def throughput(self) -> float:
-        samples = sum(e.timed_samples for e in self.epochs)
-        return samples / self.timed_s if self.timed_s > 0 else float("nan")
+        return self.timed_samples / self.timed_s if self.timed_s > 0 else float("nan")
+
+    @property
+    def energy_j(self) -> float | None:
+        """This rank's energy over all timed steps; None where any epoch has no counter."""
+        energies = [e.energy_j for e in self.epochs]
+        return None if not energies or None in energies else sum(energies)
 
     def epoch_row(self, e: EpochMeasure) -> dict:
         return {
@@ -64,6 +77,8 @@ class TrialMeter:
             "val_loss": e.val_loss,
             "val_accuracy": e.val_accuracy,
             "epoch_time_s": e.epoch_time_s,
+            # training seconds from the first step to this epoch's end: validation and checkpoints left out
+            "train_elapsed_s": sum(o.epoch_time_s for o in self.epochs if o.epoch <= e.epoch),
             "elapsed_s": time.time() - self.trial_started_at,
             "throughput": e.timed_samples / e.timed_s if e.timed_s > 0 else None,
             "step_time_ms": statistics.fmean(e.step_ms) if e.step_ms else None,
@@ -72,20 +87,25 @@ class TrialMeter:
 
     def rank_row(self, rank: int, node: str, device_name: str, peak_mem_gib: float) -> dict:
         steps = self.step_ms
-        waits = [w for e in self.epochs for w in e.wait_ms]
+        waits = [w for e in self.epochs for w in e.wait_ms or []]
         step = statistics.fmean(steps) if steps else None
-        wait = statistics.fmean(waits) if waits else 0.0
+        wait = statistics.fmean(waits) if waits else None  # None: the pre-sync barrier did not run
+        slowdowns = [e.slowdown_achieved for e in self.epochs if e.slowdown_achieved is not None]
         return {
             "rank": rank,
             "node": node,
             "device_name": device_name,
             "step_time_ms": step,
-            "compute_ms": None if step is None else step - wait,
+            "busy_ms": None if step is None or wait is None else step - wait,
             "wait_ms": wait,
+            "slowdown_achieved": statistics.fmean(slowdowns) if slowdowns else None,
+            "energy_j": self.energy_j,
             "peak_mem_gib": peak_mem_gib,
         }
 
-    def trial_row(self, samples_per_epoch: int, optimizer_steps: int, comm_time_ms: float) -> dict:
+    def trial_row(
+        self, samples_per_epoch: int, optimizer_steps: int, allreduce_probe_ms: float | None, compute: ComputeRate
+    ) -> dict:
         steps = self.step_ms
         step = statistics.fmean(steps) if steps else float("nan")
         last = self.epochs[-1]
@@ -100,13 +120,16 @@ class TrialMeter:
             "reported_at": time.time(),
             "warmup_s": sum(e.warmup_s for e in self.epochs),
             "setup_breakdown": json.dumps({k: round(v, 3) for k, v in self.phases.items()}),
+            "timed_steps": sum(e.timed_steps for e in self.epochs),
+            "timed_s": self.timed_s,
+            "timed_samples": self.timed_samples,
             "throughput": self.throughput,
             "throughput_per_worker": self.throughput / self.num_workers,
             "step_time_ms": step,
             "step_time_p95_ms": percentile(steps, 95),
             "data_wait_fraction": data_wait / self.timed_s if self.timed_s > 0 else None,
-            "comm_time_ms": comm_time_ms,
-            "comm_fraction": comm_time_ms / step if step > 0 else None,
+            "allreduce_probe_ms": allreduce_probe_ms,
+            **compute.columns(self.throughput, self.num_workers),
             "final_loss": last.train_loss,
             "val_accuracy": last.val_accuracy,
         }

@@ -22,6 +22,8 @@ def epoch(number: int, **changes) -> EpochMeasure:
         val_accuracy=0.5,
         slowdown_achieved=1.0,
         energy_j=None,
+        comm_kernel_ms=None,
+        comm_overlap=None,
     )
     return EpochMeasure(**(values | changes))
 
@@ -36,6 +38,14 @@ def test_timed_totals_over_all_epochs_and_mfu():
     assert row["warmup_s"] == 1.0
     assert row["mfu"] == pytest.approx(96 / 0.45 * 1e9 / (2 * 1e12))
     assert row["allreduce_probe_ms"] == 3.0 and "comm_fraction" not in row
+    assert row["comm_kernel_ms"] is None
+
+
+def test_profiled_communication_comes_from_the_last_epoch():
+    meter = TrialMeter(num_workers=2, trial_started_at=0.0)
+    meter.epochs = [epoch(0), epoch(1, comm_kernel_ms=4.0, comm_overlap=0.25)]
+    row = meter.trial_row(1000, 10, allreduce_probe_ms=3.0, compute=ComputeRate(None, None))
+    assert (row["comm_kernel_ms"], row["comm_overlap"]) == (4.0, 0.25)
 
 
 def test_train_elapsed_sums_training_time_up_to_the_epoch():

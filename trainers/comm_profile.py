@@ -85,8 +85,8 @@ def comm_figures(events: list[TimedEvent], steps: int) -> tuple[float | None, fl
 class ProfileWindow:
     """``start()`` / ``stop()`` around the profiled steps; ``figures()`` then gives the two columns."""
 
-    def __init__(self, steps: int, world: int, cuda: bool):
-        self.steps = steps if world > 1 else 0  # one rank has no collectives to profile
+    def __init__(self, steps: int, cuda: bool):
+        self.steps = steps
         self.cuda = cuda
         self.profiler = None
         self.result: tuple[float | None, float | None] = (None, None)

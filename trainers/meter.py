@@ -27,6 +27,8 @@ class EpochMeasure:
     val_accuracy: float | None
     slowdown_achieved: float | None  # this rank's busy step time over its calibrated one (trainers.straggler)
     energy_j: float | None  # this rank's GPU energy over the timed steps (trainers.energy)
+    comm_kernel_ms: float | None  # collective time per step in the profiled window (trainers.comm_profile)
+    comm_overlap: float | None  # share of it under compute
 
 
 @dataclass
@@ -130,6 +132,8 @@ class TrialMeter:
             "data_wait_fraction": data_wait / self.timed_s if self.timed_s > 0 else None,
             "allreduce_probe_ms": allreduce_probe_ms,
             **compute.columns(self.throughput, self.num_workers),
+            "comm_kernel_ms": last.comm_kernel_ms,  # the profiled window runs in the last epoch
+            "comm_overlap": last.comm_overlap,
             "final_loss": last.train_loss,
             "val_accuracy": last.val_accuracy,
         }

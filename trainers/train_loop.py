@@ -1,7 +1,8 @@
 """The per-worker training loop: one rank of a DeepSpeed (or DDP) data-parallel ViT trial.
 
 ``train_fn_per_worker(config)`` reads as the algorithm; reporting lives in the small helpers
-below it, the measurements in their own modules (timing, warmup, straggler, flops, numerics).  Everything a worker needs is in ``config``.
+below it, the measurements in their own modules (timing, warmup, straggler, flops, numerics,
+comm_profile).  Everything a worker needs is in ``config``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch.nn.functional as F
 from raysweep.params import TrialParams
 from trainers.batches import Batches
 from trainers.checkpointing import discard, restore_checkpoint, save_checkpoint
+from trainers.comm_profile import ProfileWindow
 from trainers.datasets import ImageData, load_dataset
 from trainers.energy import EnergyWindow, energy_window, joules_per_sample
 from trainers.engines import build_engine
@@ -107,6 +109,14 @@ class EpochPlan:
     accum: int
     global_batch: int
     warmup: WarmupPlan
+    profile_steps: int  # profiled after the timed steps of the last epoch (0 for one rank: no collectives)
+    last_epoch: int
+
+    def profiled_steps(self, epoch: int) -> int:
+        """The last steps of the last epoch, run under the profiler; at least one step of it stays timed."""
+        if epoch != self.last_epoch:
+            return 0
+        return max(0, min(self.profile_steps, self.steps_per_epoch - self.warmup.untimed_steps(epoch) - 1))
 
     @classmethod
     def of(cls, params: TrialParams, data: ImageData, start_epoch: int) -> EpochPlan:
@@ -122,7 +132,17 @@ class EpochPlan:
         # A slowed rank sizes its delay on at least one untimed step (trainers.straggler).
         warmup_steps = max(params.warmup_steps, 1 if params.slow_rank_list else 0)
         warmup = WarmupPlan.after_start(warmup_steps, start_epoch, steps, params.epochs)
-        return cls(steps * gb, steps, params.effective_micro_batch, params.grad_accum_steps, gb, warmup)
+        profile_steps = params.profile_steps if params.num_workers > 1 else 0
+        return cls(
+            steps * gb,
+            steps,
+            params.effective_micro_batch,
+            params.grad_accum_steps,
+            gb,
+            warmup,
+            profile_steps,
+            params.epochs - 1,
+        )
 
 
 def train_epoch(
@@ -143,7 +163,9 @@ def train_epoch(
     # the host blocking on a full kernel queue, which is the model's time, not the data's.)
     step_clock, data_clock = IntervalClock(device), IntervalClock(device)
     loss_sum = torch.zeros((), device=device)
-    timed, epoch_span = None, WallSpan(device)
+    timed, epoch_span, part = None, WallSpan(device), None
+    profiled = plan.profiled_steps(epoch)
+    profile = ProfileWindow(profiled, device.type == "cuda")
     micro_batches = batches.train(epoch, plan.micro_batch, plan.steps_per_epoch * plan.accum)
     for step in range(plan.steps_per_epoch):
         if timed is None and step >= plan.warmup.untimed_steps(epoch):
@@ -152,6 +174,9 @@ def train_epoch(
             straggler.calibrate(step_clock.drain_ms())  # the warm-up steps size a slow rank's delay
             energy.start()
             warmup_s = timed.t0 - epoch_span.t0
+        if profiled and step == plan.steps_per_epoch - profiled:  # the timed steps are over
+            part = end_of_timing(timed, step - first_timed, step_clock, data_clock, straggler, energy)
+            profile.start()
         faults.maybe_fire(epoch * plan.steps_per_epoch + step)
         step_clock.start()
         for i in range(plan.accum):
@@ -166,31 +191,57 @@ def train_epoch(
             loss_sum += loss.detach()
         step_clock.stop()
         budget.check()
-    timed_s = timed.seconds() if timed else 0.0
-    energy_j = energy.stop() if timed else None
+    if profiled:
+        profile.stop()
+    elif timed:
+        part = end_of_timing(timed, plan.steps_per_epoch - first_timed, step_clock, data_clock, straggler, energy)
+    else:  # an epoch of warm-up only
+        straggler.calibrate(step_clock.drain_ms())
+        part = TimedPart(0.0, 0, [], None, 0.0, None)
     epoch_time_s = epoch_span.seconds()
-    timed_steps = plan.steps_per_epoch - first_timed if timed else 0
-    step_ms = step_clock.drain_ms()
-    if timed is None:  # an epoch of warm-up only
-        straggler.calibrate(step_ms)
-        step_ms = []
-    wait_ms = straggler.drain_wait_ms()
     return EpochMeasure(
         epoch=epoch,
-        step_ms=step_ms,
-        wait_ms=wait_ms,
-        data_wait_s=sum(data_clock.drain_ms()) / 1000.0 if timed else 0.0,
-        timed_steps=timed_steps,
-        timed_samples=timed_steps * plan.global_batch,
-        timed_s=timed_s,
+        step_ms=part.step_ms,
+        wait_ms=part.wait_ms,
+        data_wait_s=part.data_wait_s,
+        timed_steps=part.steps,
+        timed_samples=part.steps * plan.global_batch,
+        timed_s=part.seconds,
         warmup_s=warmup_s if timed else epoch_time_s,
         epoch_time_s=epoch_time_s,
         train_loss=all_mean(loss_sum / (plan.steps_per_epoch * plan.accum)),
         val_loss=None,
         val_accuracy=None,
-        slowdown_achieved=straggler.slowdown_achieved(step_ms, wait_ms),
-        energy_j=energy_j,
+        slowdown_achieved=straggler.slowdown_achieved(part.step_ms, part.wait_ms),
+        energy_j=part.energy_j,
+        **profile.columns(),
     )
+
+
+@dataclass
+class TimedPart:
+    """What the timed steps of one epoch measured."""
+
+    seconds: float
+    steps: int
+    step_ms: list[float]
+    wait_ms: list[float] | None
+    data_wait_s: float
+    energy_j: float | None
+
+
+def end_of_timing(
+    timed: WallSpan,
+    steps: int,
+    step_clock: IntervalClock,
+    data_clock: IntervalClock,
+    straggler: Straggler,
+    energy: EnergyWindow,
+) -> TimedPart:
+    seconds = timed.seconds()  # synchronises: the energy counter then covers the finished steps
+    energy_j = energy.stop()
+    data_wait_s = sum(data_clock.drain_ms()) / 1000.0
+    return TimedPart(seconds, steps, step_clock.drain_ms(), straggler.drain_wait_ms(), data_wait_s, energy_j)
 
 
 @torch.no_grad()

@@ -10,6 +10,11 @@ out of the compute. Both figures use the union of the intervals, so nested event
 
 * ``comm_kernel_ms`` = length of the union of collective intervals / profiled steps;
 * ``comm_overlap`` = length of (collective union intersect compute union) / length of the collective union.
+
+A collective's time includes its wait for the last rank to arrive (an NCCL kernel spins until its
+peers join; gloo blocks), the pre-sync barrier's wait too where it runs (``measure_wait``,
+``slow_ranks``): with a straggler, ``comm_kernel_ms`` of a fast rank holds the straggler's lead. The
+figures are rank 0's.
 """
 
 from __future__ import annotations

@@ -36,6 +36,9 @@ from trainers.warmup import WarmupPlan
 
 # Synthetic data has no natural epoch: this many optimizer steps make one.
 SYNTHETIC_STEPS_PER_EPOCH = 30
+# The profiled window takes only steps beyond this many timed ones of the last epoch (fewer timed
+# steps than this are flagged by the analysis as too few to trust).
+MIN_TIMED_STEPS = 5
 
 
 def train_fn_per_worker(config: dict) -> None:
@@ -113,10 +116,11 @@ class EpochPlan:
     last_epoch: int
 
     def profiled_steps(self, epoch: int) -> int:
-        """The last steps of the last epoch, run under the profiler; at least one step of it stays timed."""
+        """The last steps of the last epoch, run under the profiler, after MIN_TIMED_STEPS timed ones."""
         if epoch != self.last_epoch:
             return 0
-        return max(0, min(self.profile_steps, self.steps_per_epoch - self.warmup.untimed_steps(epoch) - 1))
+        timed = self.steps_per_epoch - self.warmup.untimed_steps(epoch)
+        return max(0, min(self.profile_steps, timed - MIN_TIMED_STEPS))
 
     @classmethod
     def of(cls, params: TrialParams, data: ImageData, start_epoch: int) -> EpochPlan:

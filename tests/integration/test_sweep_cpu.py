@@ -35,7 +35,9 @@ def test_two_worker_deepspeed_trial_fills_every_table(tmp_path):
     assert row["optimizer_steps"] == 16
     assert len(row["device_names"]) == 2 and row["num_nodes"] == 1
     assert row["allreduce_probe_ms"] > 0
-    assert row["timed_steps"] == 16 - 2 and row["timed_samples"] == 14 * 32  # warm-up: 2 steps after the start
+    # 2 warm-up steps after the start, and the profiled window (3 steps) after the timed ones of the last epoch
+    assert row["timed_steps"] == 16 - 2 - 3 and row["timed_samples"] == 11 * 32
+    assert row["comm_kernel_ms"] > 0 and 0 <= row["comm_overlap"] <= 1
     assert row["throughput"] == row["timed_samples"] / row["timed_s"]
     assert row["flops_per_sample"] > 0 and row["mfu"] is None
     assert 0 <= row["val_accuracy"] <= 1 and row["throughput"] > 0

@@ -14,9 +14,24 @@ from analysis.load import SweepData
 from analysis.scaling import ScalingResult, strong_scaling, weak_scaling
 from analysis.stragglers import stragglers
 
-TRIAL_COLUMNS = ["trial_id", "model", "data_scaling", "num_workers", "micro_batch_per_worker", "global_batch",
-                 "train_time_s", "throughput", "throughput_per_worker", "step_time_ms", "comm_time_ms",
-                 "comm_fraction", "data_wait_fraction", "peak_mem_gib", "final_loss", "val_accuracy"]
+TRIAL_COLUMNS = [
+    "trial_id",
+    "model",
+    "data_scaling",
+    "num_workers",
+    "micro_batch_per_worker",
+    "global_batch",
+    "train_time_s",
+    "throughput",
+    "throughput_per_worker",
+    "step_time_ms",
+    "comm_time_ms",
+    "comm_fraction",
+    "data_wait_fraction",
+    "peak_mem_gib",
+    "final_loss",
+    "val_accuracy",
+]
 
 
 @dataclass
@@ -68,16 +83,24 @@ def compute(data: SweepData, target: float | None = None) -> SweepAnalysis:
     return SweepAnalysis(data, groups, strong, weak, batch, lagging, target, source, per_trial)
 
 
-def per_trial_table(data: SweepData, groups: dict[str, list[Group]], scaling: list[ScalingResult],
-                    lagging: pd.DataFrame, target: float | None) -> pd.DataFrame:
+def per_trial_table(
+    data: SweepData,
+    groups: dict[str, list[Group]],
+    scaling: list[ScalingResult],
+    lagging: pd.DataFrame,
+    target: float | None,
+) -> pd.DataFrame:
     trials = data.trials
     table = trials[TRIAL_COLUMNS].copy()
     table.insert(1, "scaling_group", group_column(trials, groups[STRONG.kind] + groups[WEAK.kind]))
     table.insert(2, "batch_group", group_column(trials, groups[BATCH.kind]))
     derived = ["speedup", "efficiency", "karp_flatt", "scaled_speedup", "gustafson_speedup"]
     metrics = pd.concat(
-        [r.rows.assign(base_workers=r.base_workers).reindex(columns=["trial_id", "base_workers", *derived])
-         for r in scaling] or [pd.DataFrame(columns=["trial_id", "base_workers", *derived])],
+        [
+            r.rows.assign(base_workers=r.base_workers).reindex(columns=["trial_id", "base_workers", *derived])
+            for r in scaling
+        ]
+        or [pd.DataFrame(columns=["trial_id", "base_workers", *derived])],
         ignore_index=True,
     )
     metrics = metrics.astype({"base_workers": "Int64", **{c: float for c in derived}})
@@ -86,5 +109,8 @@ def per_trial_table(data: SweepData, groups: dict[str, list[Group]], scaling: li
     reached = time_to_accuracy(list(trials["trial_id"]), data.epochs, target if target is not None else float("inf"))
     table = table.merge(reached, on="trial_id", how="left")
     table["target_accuracy"] = pd.Series(target, index=table.index, dtype=float)
-    return table.sort_values(["scaling_group", "batch_group", "num_workers", "micro_batch_per_worker", "trial_id"],
-                             na_position="last", ignore_index=True)
+    return table.sort_values(
+        ["scaling_group", "batch_group", "num_workers", "micro_batch_per_worker", "trial_id"],
+        na_position="last",
+        ignore_index=True,
+    )

@@ -9,9 +9,26 @@ import pandas as pd
 
 # What a trial was configured to run.
 CONFIG_COLUMNS = (
-    "model", "dataset", "image_size", "device", "precision", "engine", "zero_stage", "optimizer", "lr",
-    "compile", "num_workers", "micro_batch_per_worker", "grad_accum_steps", "global_batch", "placement_strategy",
-    "data_scaling", "slow_ranks", "slow_factor", "samples_per_epoch", "epochs",
+    "model",
+    "dataset",
+    "image_size",
+    "device",
+    "precision",
+    "engine",
+    "zero_stage",
+    "optimizer",
+    "lr",
+    "compile",
+    "num_workers",
+    "micro_batch_per_worker",
+    "grad_accum_steps",
+    "global_batch",
+    "placement_strategy",
+    "data_scaling",
+    "slow_ranks",
+    "slow_factor",
+    "samples_per_epoch",
+    "epochs",
 )
 
 
@@ -36,8 +53,14 @@ class Comparison:
 # the global batch (and, with a fixed global batch, the accumulation) and the rounding of samples per epoch.
 STRONG = Comparison("strong", "S", "num_workers", ("micro_batch_per_worker",), "fixed", "train_time_s")
 WEAK = Comparison("weak", "W", "num_workers", ("global_batch", "samples_per_epoch"), "per_worker", "train_time_s")
-BATCH = Comparison("batch", "B", "micro_batch_per_worker", ("global_batch", "grad_accum_steps", "samples_per_epoch"),
-                   None, "throughput_per_worker")
+BATCH = Comparison(
+    "batch",
+    "B",
+    "micro_batch_per_worker",
+    ("global_batch", "grad_accum_steps", "samples_per_epoch"),
+    None,
+    "throughput_per_worker",
+)
 COMPARISONS = (STRONG, WEAK, BATCH)
 
 
@@ -87,13 +110,15 @@ def find_groups(trials: pd.DataFrame, comparison: Comparison) -> list[Group]:
     groups = []
     for number, key in enumerate(sorted(members, key=lambda k: tuple(map(natural_order, k))), start=1):
         part = trials.loc[members[key]]
-        groups.append(Group(
-            id=f"{comparison.prefix}{number}",
-            comparison=comparison,
-            key=dict(zip(comparison.key_columns, key)),
-            trial_ids=list(part["trial_id"]),
-            swept_values=sorted({float(v) for v in part[comparison.swept]}),
-        ))
+        groups.append(
+            Group(
+                id=f"{comparison.prefix}{number}",
+                comparison=comparison,
+                key=dict(zip(comparison.key_columns, key)),
+                trial_ids=list(part["trial_id"]),
+                swept_values=sorted({float(v) for v in part[comparison.swept]}),
+            )
+        )
     return groups
 
 

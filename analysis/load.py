@@ -61,8 +61,13 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
     if not ranks.empty:
         require_columns(ranks, "ranks", REQUIRED_RANK_COLUMNS, sweep_dir)
     left_out = status[status != "completed"].value_counts().sort_index().to_dict()
-    return SweepData(sweep_dir, completed.reset_index(drop=True), epochs.reset_index(drop=True),
-                     ranks.reset_index(drop=True), {str(k): int(v) for k, v in left_out.items()})
+    return SweepData(
+        sweep_dir,
+        completed.reset_index(drop=True),
+        epochs.reset_index(drop=True),
+        ranks.reset_index(drop=True),
+        {str(k): int(v) for k, v in left_out.items()},
+    )
 
 
 def read(sweep_dir: Path, table: str) -> pd.DataFrame:
@@ -73,13 +78,16 @@ def read(sweep_dir: Path, table: str) -> pd.DataFrame:
         raise AnalysisError(f"cannot read the {table} table of {sweep_dir}: {first_line}") from exc
 
 
-def require_columns(frame: pd.DataFrame, table: str, columns: tuple[str, ...], sweep_dir: Path,
-                    among: str = "") -> None:
+def require_columns(
+    frame: pd.DataFrame, table: str, columns: tuple[str, ...], sweep_dir: Path, among: str = ""
+) -> None:
     # read_table fills columns a file lacks with nulls, so a missing column shows up as one without values.
     empty = [col for col in columns if frame[col].isna().all()]
     if empty:
-        raise AnalysisError(f"the {table} table of {sweep_dir} has no values in needed column(s) "
-                            f"{', '.join(empty)} among its {among}rows")
+        raise AnalysisError(
+            f"the {table} table of {sweep_dir} has no values in needed column(s) "
+            f"{', '.join(empty)} among its {among}rows"
+        )
 
 
 def suggest_sweeps(path: Path) -> str:

@@ -71,8 +71,9 @@ def speedup_figure(analysis: SweepAnalysis) -> Figure | str:
             axes.plot(workers, model, "-", color=line.get_color(), alpha=0.8)
     axes.plot([], [], "k:", label="ideal (linear) speedup")
     axes.plot([], [], "k-", label="Amdahl fit")
-    axes.set(xlabel="workers (data-parallel ranks)", ylabel="speedup T(base) / T(n)  [×]",
-             title="Strong scaling: speedup")
+    axes.set(
+        xlabel="workers (data-parallel ranks)", ylabel="speedup T(base) / T(n)  [×]", title="Strong scaling: speedup"
+    )
     axes.legend(fontsize="small")
     return figure
 
@@ -84,11 +85,21 @@ def efficiency_figure(analysis: SweepAnalysis) -> Figure | str:
     figure, (axes,) = new_figure()
     names = labels(analysis.strong) | labels(analysis.weak)
     for kind, result in results:
-        trials_and_means(axes, result.rows, "efficiency", "o-" if kind == "strong" else "s--",
-                         f"{kind} {names[result.group.id]}", scale=100)
+        trials_and_means(
+            axes,
+            result.rows,
+            "efficiency",
+            "o-" if kind == "strong" else "s--",
+            f"{kind} {names[result.group.id]}",
+            scale=100,
+        )
     axes.axhline(100, color="k", linestyle=":", label="ideal (100%)")
-    axes.set(xlabel="workers (data-parallel ranks)", ylabel="parallel efficiency  [%]",
-             title="Scaling efficiency", ylim=(0, None))
+    axes.set(
+        xlabel="workers (data-parallel ranks)",
+        ylabel="parallel efficiency  [%]",
+        title="Scaling efficiency",
+        ylim=(0, None),
+    )
     axes.legend(fontsize="small")
     return figure
 
@@ -100,28 +111,47 @@ def throughput_figure(analysis: SweepAnalysis) -> Figure | str:
     names = labels(analysis.batch)
     for result in analysis.batch:
         points = result.points
-        line = by_micro.plot(points["micro_batch_per_worker"], points["throughput_per_worker"], "o-",
-                             label=names[result.group.id])[0]
-        by_micro.plot(result.knee.micro_batch_per_worker, result.knee.throughput_per_worker, "*", markersize=14,
-                      color=line.get_color())
-        by_micro.axhline(KNEE_FRACTION * result.peak.throughput_per_worker, color=line.get_color(), linestyle=":",
-                         alpha=0.6)
-        by_global.plot(points["global_batch"], points["throughput_per_worker"], "o-", color=line.get_color(),
-                       label=names[result.group.id])
+        line = by_micro.plot(
+            points["micro_batch_per_worker"], points["throughput_per_worker"], "o-", label=names[result.group.id]
+        )[0]
+        by_micro.plot(
+            result.knee.micro_batch_per_worker,
+            result.knee.throughput_per_worker,
+            "*",
+            markersize=14,
+            color=line.get_color(),
+        )
+        by_micro.axhline(
+            KNEE_FRACTION * result.peak.throughput_per_worker, color=line.get_color(), linestyle=":", alpha=0.6
+        )
+        by_global.plot(
+            points["global_batch"],
+            points["throughput_per_worker"],
+            "o-",
+            color=line.get_color(),
+            label=names[result.group.id],
+        )
     by_micro.plot([], [], "k*", label="knee")
     by_micro.plot([], [], "k:", label=f"{KNEE_FRACTION:.0%} of peak")
-    for axes, what, column in ((by_micro, "micro batch per worker", "micro_batch_per_worker"),
-                               (by_global, "global batch", "global_batch")):
-        axes.set(xlabel=f"{what}  [samples]", ylabel="throughput per worker  [samples/s]",
-                 title=f"Throughput vs {what}", ylim=(0, None))
+    for axes, what, column in (
+        (by_micro, "micro batch per worker", "micro_batch_per_worker"),
+        (by_global, "global batch", "global_batch"),
+    ):
+        axes.set(
+            xlabel=f"{what}  [samples]",
+            ylabel="throughput per worker  [samples/s]",
+            title=f"Throughput vs {what}",
+            ylim=(0, None),
+        )
         batch_axis(axes, [v for r in analysis.batch for v in r.points[column]])
         axes.legend(fontsize="small")
     return figure
 
 
 def overhead_figure(analysis: SweepAnalysis) -> Figure | str:
-    results = [r for r in analysis.batch
-               if r.points[["comm_fraction", "data_wait_fraction"]].notna().any().any()][:MAX_PANELS]
+    results = [r for r in analysis.batch if r.points[["comm_fraction", "data_wait_fraction"]].notna().any().any()][
+        :MAX_PANELS
+    ]
     if not results:
         return "no batch group has comm_fraction or data_wait_fraction"
     figure, panels = new_figure(len(results))
@@ -134,8 +164,12 @@ def overhead_figure(analysis: SweepAnalysis) -> Figure | str:
         axes.bar(positions, comm, label="gradient all-reduce (comm_fraction)")
         axes.bar(positions, wait, bottom=comm, label="waiting for data (data_wait_fraction)")
         axes.set_xticks(positions, [f"{b:g}" for b in points["micro_batch_per_worker"]])
-        axes.set(xlabel="micro batch per worker  [samples]", ylabel="share of step time  [%]",
-                 title=names[result.group.id], ylim=(0, 100))
+        axes.set(
+            xlabel="micro batch per worker  [samples]",
+            ylabel="share of step time  [%]",
+            title=names[result.group.id],
+            ylim=(0, 100),
+        )
         axes.legend(fontsize="small")
     return figure
 
@@ -148,8 +182,9 @@ def accuracy_figure(analysis: SweepAnalysis) -> Figure | str:
     names = labels(analysis.batch)
     for result in results:
         points = result.points
-        accuracy.plot(points["micro_batch_per_worker"], points["val_accuracy"] * 100, "o-",
-                      label=names[result.group.id])
+        accuracy.plot(
+            points["micro_batch_per_worker"], points["val_accuracy"] * 100, "o-", label=names[result.group.id]
+        )
         loss.plot(points["micro_batch_per_worker"], points["final_loss"], "o-", label=names[result.group.id])
     accuracy.set(ylabel="validation accuracy  [%]", title="Accuracy vs batch size")
     loss.set(ylabel="final training loss  [cross-entropy, nats]", title="Loss vs batch size")
@@ -169,13 +204,18 @@ def time_to_accuracy_figure(analysis: SweepAnalysis) -> Figure | str:
     figure = Figure(figsize=(8, 2 + 0.3 * len(reached)), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.subplots()
-    names = [f"{t} (n={w:g}, mb={b:g})" for t, w, b in
-             zip(reached["trial_id"], reached["num_workers"], reached["micro_batch_per_worker"])]
+    names = [
+        f"{t} (n={w:g}, mb={b:g})"
+        for t, w, b in zip(reached["trial_id"], reached["num_workers"], reached["micro_batch_per_worker"])
+    ]
     axes.barh(names, reached["time_to_accuracy_s"], label="trials that reached the target")
     axes.invert_yaxis()
     missed = len(analysis.per_trial) - len(reached)
-    axes.set(xlabel="wall time from trial start  [s]", ylabel="trial",
-             title=f"Time to {analysis.target:.1%} validation accuracy\n({missed} trial(s) never reached it)")
+    axes.set(
+        xlabel="wall time from trial start  [s]",
+        ylabel="trial",
+        title=f"Time to {analysis.target:.1%} validation accuracy\n({missed} trial(s) never reached it)",
+    )
     axes.legend(fontsize="small")
     return figure
 

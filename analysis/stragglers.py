@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-STRAGGLER_COLUMNS = ["trial_id", "ranks", "slowest_rank", "straggler_basis", "straggler_ratio", "others_wait_ms",
-                     "straggler_cost_fraction"]
+STRAGGLER_COLUMNS = [
+    "trial_id",
+    "ranks",
+    "slowest_rank",
+    "straggler_basis",
+    "straggler_ratio",
+    "others_wait_ms",
+    "straggler_cost_fraction",
+]
 
 
 def straggler_row(trial_id: str, ranks: pd.DataFrame, step_time_ms: float | None) -> dict:
@@ -30,7 +37,9 @@ def straggler_row(trial_id: str, ranks: pd.DataFrame, step_time_ms: float | None
 def stragglers(trials: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
     """One row per trial with at least two ranks measured."""
     step_times = trials.set_index("trial_id")["step_time_ms"].to_dict()
-    rows = [straggler_row(trial_id, part, step_times.get(trial_id))
-            for trial_id, part in ranks.dropna(subset=["step_time_ms"]).groupby("trial_id", sort=True)
-            if len(part) >= 2]
+    rows = [
+        straggler_row(trial_id, part, step_times.get(trial_id))
+        for trial_id, part in ranks.dropna(subset=["step_time_ms"]).groupby("trial_id", sort=True)
+        if len(part) >= 2
+    ]
     return pd.DataFrame(rows, columns=STRAGGLER_COLUMNS)

@@ -17,10 +17,12 @@ def check_trial(params: TrialParams, *, local_files: bool = True) -> None:
     """Validate the values, then that the dataset and model exist and (``local_files``) the data is in place."""
     from trainers.datasets import DATASETS, check_data_dir
     from trainers.models import check_model_name
+    from trainers.sequence_parallel_check import check_trial as check_sequence_parallel
 
     choose("dataset", params.dataset, tuple(DATASETS))
     check_model_name(params.model)
     params.validate()
+    check_sequence_parallel(params)  # heads and tokens the SP degree must divide, read from the model
     if not (local_files and params.data_dir):
         return
     if not Path(params.data_dir).is_dir():

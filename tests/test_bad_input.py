@@ -86,7 +86,7 @@ def test_cifar_dir_without_cifar_files_is_refused_before_start(capsys, tmp_path)
             str(tmp_path / "r"),
         ]
     )
-    one_line_exit_2(capsys, code, "cifar-10-batches-py/data_batch_1 is missing")
+    one_line_exit_2(capsys, code, "cifar-10-batches-py lacks data_batch_1")
     assert not (tmp_path / "r").exists()
 
 
@@ -104,7 +104,7 @@ def test_imagefolder_dir_without_splits_is_refused(capsys, tmp_path):
             "--dry-run",
         ]
     )
-    one_line_exit_2(capsys, code, "needs train/ and val/")
+    one_line_exit_2(capsys, code, "has no train/ folder (needs train/<class>/ and val/<class>/)")
 
 
 def test_resume_of_a_directory_that_is_not_a_sweep(capsys, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainers.flops import ComputeRate
 from trainers.meter import EpochMeasure, TrialMeter
 
 
@@ -13,6 +14,7 @@ def epoch(n: int, step_ms: list[float], wait_ms: list[float], timed_s: float) ->
         step_ms=step_ms,
         wait_ms=wait_ms,
         data_wait_s=0.5,
+        timed_steps=len(step_ms),
         timed_samples=1000,
         timed_s=timed_s,
         warmup_s=0.25,
@@ -20,6 +22,10 @@ def epoch(n: int, step_ms: list[float], wait_ms: list[float], timed_s: float) ->
         train_loss=2.0 - n,
         val_loss=None,
         val_accuracy=0.5 + n / 10,
+        slowdown_achieved=None,
+        energy_j=None,
+        comm_kernel_ms=None,
+        comm_overlap=None,
     )
 
 
@@ -31,7 +37,9 @@ def meter() -> TrialMeter:
 
 
 def test_trial_report_known_answers(meter):
-    r = meter.trial_report(samples_per_epoch=512, optimizer_steps=8, allreduce_probe_ms=1.5, retries=1)
+    r = meter.trial_report(
+        samples_per_epoch=512, optimizer_steps=8, allreduce_probe_ms=1.5, compute=ComputeRate(None, None), retries=1
+    )
     assert r.throughput == pytest.approx(2000 / 10.0)  # timed samples over timed seconds, all epochs
     assert r.throughput_per_worker == pytest.approx(100.0)
     assert r.step_time_ms == pytest.approx(20.0)

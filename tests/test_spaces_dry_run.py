@@ -15,6 +15,8 @@ from tests.cli_helpers import run_main as dry_run
 SPACES = sorted(p.stem for p in SPACES_DIR.glob("*.yaml"))
 README = Path(__file__).resolve().parents[1] / "README.md"
 PAPER_SCALE = ("--dry-run", "--assume-gpus", "8", "--model", "vit_base_patch16_224", "--dataset", "synthetic")
+# Sequence parallelism needs the class-token-free, average-pooled ViT-B/16 the space names itself.
+SPACE_MODEL = {"seq_parallel": "vit_base_patch16_avg_224"}
 
 # Trials each space plans on one node of 8 GPUs (placement's spread trials need a node per rank).
 PLANNED_ON_8_GPUS = {
@@ -25,6 +27,7 @@ PLANNED_ON_8_GPUS = {
     "optimizers": 3,
     "placement": 2,
     "precision": 3,
+    "seq_parallel": 15,  # 3 resolutions x (SP 1, 2, 4 on as many ranks, and SP 1 on 2 and 4 ranks)
     "strong_scaling": 4,
     "weak_scaling": 4,
     "zero_stages": 4,
@@ -40,16 +43,20 @@ def test_every_bundled_space_is_expected_here_and_in_the_readme():
 
 @pytest.mark.parametrize("name", SPACES)
 def test_space_dry_runs_at_paper_scale_on_8_gpus(capsys, name):
-    code, out, err = dry_run(capsys, "--space", name, *PAPER_SCALE)
+    model = SPACE_MODEL.get(name, "vit_base_patch16_224")
+    args = [a if a != "vit_base_patch16_224" else model for a in PAPER_SCALE]
+    code, out, err = dry_run(capsys, "--space", name, *args)
     assert code == 0, err
     rows = table_rows(out)
     assert len(rows) == PLANNED_ON_8_GPUS[name], out
     assert f"{len(rows)} trials; dry run: nothing started." in out
     for row in rows:
-        assert row["model"] == "vit_base_patch16_224" and row["dataset"] == "synthetic"
+        assert row["model"] == model and row["dataset"] == "synthetic"
         assert row["device"] == "gpu" and "GPU" in row["needs"]
+        # Ranks of one sequence-parallel group share their samples: only num_workers / SP replicas add to it.
+        replicas = int(row["num_workers"]) // int(row.get("sequence_parallel", 1))
         assert int(row["global_batch"]) == (
-            int(row["micro_batch_per_worker"]) * int(row["grad_accum_steps"]) * int(row["num_workers"])
+            int(row["micro_batch_per_worker"]) * int(row["grad_accum_steps"]) * replicas
         )
 
 

@@ -17,7 +17,9 @@ GRAD_CLIP_NORM = 1.0
 def build_deepspeed_config(params: TrialParams) -> dict[str, Any]:
     """``train_batch_size = micro_batch_per_worker x grad_accum_steps x num_workers``, as DeepSpeed checks."""
     return {
-        "train_batch_size": params.train_batch_size,
+        # DeepSpeed counts every rank as a data-parallel replica; under sequence parallelism the ranks of
+        # one group share their samples, so its batch is the replicas' batch times the SP degree.
+        "train_batch_size": params.train_batch_size * params.sequence_parallel,
         "train_micro_batch_size_per_gpu": params.effective_micro_batch,
         "gradient_accumulation_steps": params.grad_accum_steps,
         # Either torch autocast over fp32 weights (fused fp32 optimizer, as plain PyTorch AMP) or

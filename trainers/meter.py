@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from raysweep.reports import EpochReport, RankReport, TrialReport
+from trainers.flops import ComputeRate
 from trainers.timing import percentile
 
 
@@ -15,8 +16,9 @@ from trainers.timing import percentile
 class EpochMeasure:
     epoch: int
     step_ms: list[float]  # timed optimizer steps (warm-up excluded)
-    wait_ms: list[float]  # time each timed step waited for the other ranks
+    wait_ms: list[float] | None  # time each timed step waited for the other ranks; None without the barrier
     data_wait_s: float  # host time spent producing timed batches
+    timed_steps: int  # optimizer steps in the timing
     timed_samples: int  # global samples in the timed steps
     timed_s: float  # synchronised wall time of the timed steps
     warmup_s: float  # wall time of this epoch's warm-up steps (compilation, autotuning)
@@ -24,6 +26,10 @@ class EpochMeasure:
     train_loss: float
     val_loss: float | None
     val_accuracy: float | None
+    slowdown_achieved: float | None  # this rank's busy step time over its calibrated one (trainers.straggler)
+    energy_j: float | None  # this rank's GPU energy over the timed steps (trainers.energy)
+    comm_kernel_ms: float | None  # collective time per step in the profiled window (trainers.comm_profile)
+    comm_overlap: float | None  # share of it under compute
 
 
 @dataclass
@@ -54,9 +60,18 @@ class TrialMeter:
         return sum(e.timed_s for e in self.epochs)
 
     @property
+    def timed_samples(self) -> int:
+        return sum(e.timed_samples for e in self.epochs)
+
+    @property
     def throughput(self) -> float:
-        samples = sum(e.timed_samples for e in self.epochs)
-        return samples / self.timed_s if self.timed_s > 0 else float("nan")
+        return self.timed_samples / self.timed_s if self.timed_s > 0 else float("nan")
+
+    @property
+    def energy_j(self) -> float | None:
+        """This rank's energy over all timed steps; None where any epoch has no counter."""
+        energies = [e.energy_j for e in self.epochs]
+        return None if not energies or None in energies else sum(energies)
 
     def epoch_report(self, e: EpochMeasure) -> EpochReport:
         return EpochReport(
@@ -66,6 +81,8 @@ class TrialMeter:
             val_accuracy=e.val_accuracy,
             epoch_time_s=e.epoch_time_s,
             elapsed_s=time.time() - self.trial_started_at,
+            # training seconds from the first step to this epoch's end: validation and checkpoints left out
+            train_elapsed_s=sum(o.epoch_time_s for o in self.epochs if o.epoch <= e.epoch),
             throughput=e.timed_samples / e.timed_s if e.timed_s > 0 else None,
             step_time_ms=statistics.fmean(e.step_ms) if e.step_ms else None,
             data_wait_fraction=e.data_wait_s / e.timed_s if e.timed_s > 0 else None,
@@ -73,21 +90,29 @@ class TrialMeter:
 
     def rank_report(self, rank: int, node: str, device_name: str, peak_mem_gib: float) -> RankReport:
         steps = self.step_ms
-        waits = [w for e in self.epochs for w in e.wait_ms]
+        waits = [w for e in self.epochs for w in e.wait_ms or []]
         step = statistics.fmean(steps) if steps else None
-        wait = statistics.fmean(waits) if waits else 0.0
+        wait = statistics.fmean(waits) if waits else None  # None: the pre-sync barrier did not run
+        slowdowns = [e.slowdown_achieved for e in self.epochs if e.slowdown_achieved is not None]
         return RankReport(
             rank=rank,
             node=node,
             device_name=device_name,
             step_time_ms=step,
-            busy_ms=None if step is None else step - wait,
+            busy_ms=None if step is None or wait is None else step - wait,
             wait_ms=wait,
             peak_mem_gib=peak_mem_gib,
+            slowdown_achieved=statistics.fmean(slowdowns) if slowdowns else None,
+            energy_j=self.energy_j,
         )
 
     def trial_report(
-        self, samples_per_epoch: int, optimizer_steps: int, allreduce_probe_ms: float, retries: int
+        self,
+        samples_per_epoch: int,
+        optimizer_steps: int,
+        allreduce_probe_ms: float | None,
+        compute: ComputeRate,
+        retries: int,
     ) -> TrialReport:
         steps = self.step_ms
         last = self.epochs[-1]
@@ -95,8 +120,9 @@ class TrialMeter:
         return TrialReport(
             samples_per_epoch=samples_per_epoch,
             optimizer_steps=optimizer_steps,
+            timed_steps=sum(e.timed_steps for e in self.epochs),
             timed_s=self.timed_s,
-            timed_samples=sum(e.timed_samples for e in self.epochs),
+            timed_samples=self.timed_samples,
             train_time_s=sum(e.epoch_time_s for e in self.epochs),
             warmup_s=sum(e.warmup_s for e in self.epochs),
             setup_breakdown=json.dumps({k: round(v, 3) for k, v in self.phases.items()}),
@@ -106,6 +132,9 @@ class TrialMeter:
             step_time_p95_ms=percentile(steps, 95),
             data_wait_fraction=data_wait / self.timed_s if self.timed_s > 0 else None,
             allreduce_probe_ms=allreduce_probe_ms,
+            comm_kernel_ms=last.comm_kernel_ms,  # the profiled window runs in the last epoch
+            comm_overlap=last.comm_overlap,
+            **compute.columns(self.throughput, self.num_workers),
             final_loss=last.train_loss,
             val_accuracy=last.val_accuracy,
             retries=retries,

@@ -40,12 +40,12 @@ def check_model_name(name: str) -> None:
     raise UsageError(f"model={name!r} is neither a raysweep preset ({', '.join(PRESETS)}) nor a timm model{hint}")
 
 
-def create_model(name: str, num_classes: int, image_size: int = 0):
-    """A freshly initialised model (no downloaded weights) for ``num_classes`` classes."""
+def create_model(name: str, num_classes: int, image_size: int = 0, in_chans: int = 3):
+    """A freshly initialised model (no downloaded weights) for ``num_classes`` classes of ``in_chans`` images."""
     import timm
 
     arch, kwargs = PRESETS.get(name, (name, {}))
-    kwargs = dict(kwargs)
+    kwargs = dict(kwargs, in_chans=in_chans)
     if image_size:
         kwargs["img_size"] = image_size
     return timm.create_model(arch, pretrained=False, num_classes=num_classes, **kwargs)

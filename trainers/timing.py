@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -19,11 +20,15 @@ def synchronize(device: torch.device) -> None:
 
 
 class IntervalClock:
-    """Records start/stop pairs; ``drain_ms`` returns the durations so far and forgets them."""
+    """Records start/stop pairs; ``drain_ms`` returns the durations so far and forgets them.
 
-    def __init__(self, device: torch.device):
+    ``clock`` (seconds) is the host clock of CPU devices, replaceable by a fake one in tests.
+    """
+
+    def __init__(self, device: torch.device, clock: Callable[[], float] = time.perf_counter):
         self.cuda = device.type == "cuda"
         self.device = device
+        self.clock = clock
         self.marks: list = []
         self.open = None
 
@@ -32,7 +37,7 @@ class IntervalClock:
             event = torch.cuda.Event(enable_timing=True)
             event.record()
             return event
-        return time.perf_counter()
+        return self.clock()
 
     def start(self) -> None:
         self.open = self._now()

@@ -12,9 +12,13 @@ from analysis.errors import AnalysisError
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__)
     parser.add_argument("sweep_dir", help="a sweep directory: <results-dir>/<sweep>")
-    parser.add_argument("--target", type=float, default=None,
-                        help="target validation accuracy for time to accuracy, a fraction in (0, 1] "
-                             "(default: 90%% of the best in the sweep)")
+    parser.add_argument(
+        "--target",
+        type=float,
+        default=None,
+        help="target validation accuracy for time to accuracy, a fraction in (0, 1] "
+        "(default: 90%% of the best in the sweep)",
+    )
     parser.add_argument("--out", default=None, help="output directory (default: <sweep_dir>/report)")
     return parser.parse_args(argv)
 

@@ -9,8 +9,18 @@ import pandas as pd
 from analysis.groups import Group
 
 KNEE_FRACTION = 0.9  # the knee is the smallest batch within this share of the best throughput
-POINT_METRICS = ("global_batch", "throughput_per_worker", "peak_mem_gib", "comm_exposed_ms", "step_time_ms",
-                 "data_wait_fraction", "val_accuracy", "final_loss", "mfu", "joules_per_sample")
+POINT_METRICS = (
+    "global_batch",
+    "throughput_per_worker",
+    "peak_mem_gib",
+    "comm_exposed_ms",
+    "step_time_ms",
+    "data_wait_fraction",
+    "val_accuracy",
+    "final_loss",
+    "mfu",
+    "joules_per_sample",
+)
 
 
 @dataclass
@@ -24,8 +34,9 @@ class BatchResult:
     def knee_within_spread(self) -> bool:
         """Whether the knee's and the peak's throughput ranges over repeats overlap: then they cannot be told apart."""
         knee, peak = self.knee, self.peak
-        return bool(knee.micro_batch_per_worker != peak.micro_batch_per_worker
-                    and knee.throughput_max >= peak.throughput_min)
+        return bool(
+            knee.micro_batch_per_worker != peak.micro_batch_per_worker and knee.throughput_max >= peak.throughput_min
+        )
 
     @property
     def has_repeats(self) -> bool:
@@ -34,13 +45,17 @@ class BatchResult:
     @property
     def recommendation(self) -> str:
         knee, peak = self.knee, self.peak
-        text = (f"micro batch {knee.micro_batch_per_worker:g} (global batch {knee.global_batch:g}): "
-                f"{knee.throughput_per_worker / peak.throughput_per_worker:.0%} of peak throughput per worker "
-                f"({knee.throughput_per_worker:.4g} vs {peak.throughput_per_worker:.4g} samples/s "
-                f"at micro batch {peak.micro_batch_per_worker:g})")
+        text = (
+            f"micro batch {knee.micro_batch_per_worker:g} (global batch {knee.global_batch:g}): "
+            f"{knee.throughput_per_worker / peak.throughput_per_worker:.0%} of peak throughput per worker "
+            f"({knee.throughput_per_worker:.4g} vs {peak.throughput_per_worker:.4g} samples/s "
+            f"at micro batch {peak.micro_batch_per_worker:g})"
+        )
         if pd.notna(knee.peak_mem_gib) and pd.notna(peak.peak_mem_gib) and peak.peak_mem_gib > 0:
-            text += (f" at {knee.peak_mem_gib / peak.peak_mem_gib:.0%} of the peak-throughput batch's memory "
-                     f"({knee.peak_mem_gib:.3g} of {peak.peak_mem_gib:.3g} GiB)")
+            text += (
+                f" at {knee.peak_mem_gib / peak.peak_mem_gib:.0%} of the peak-throughput batch's memory "
+                f"({knee.peak_mem_gib:.3g} of {peak.peak_mem_gib:.3g} GiB)"
+            )
         if pd.notna(knee.val_accuracy) and pd.notna(peak.val_accuracy):
             text += f"; val accuracy {knee.val_accuracy:.3f} vs {peak.val_accuracy:.3f}"
         return text

@@ -11,10 +11,24 @@ from analysis.groups import trial_params
 # Parameters that change with the worker count, or do not change a step's work, so a 1-rank trial
 # differing only in them runs the same per-rank step: the global batch (and the lr rule it drives),
 # the data scaling and sample counts, where ranks are placed, which ranks are slowed, seeds and paths.
-NOT_IN_STEP = frozenset({
-    "num_workers", "global_batch", "lr", "data_scaling", "train_samples", "epochs", "max_steps_per_epoch",
-    "placement_strategy", "slow_ranks", "slow_factor", "checkpoint_every", "seed", "data_dir", "inject_fault",
-})
+NOT_IN_STEP = frozenset(
+    {
+        "num_workers",
+        "global_batch",
+        "lr",
+        "data_scaling",
+        "train_samples",
+        "epochs",
+        "max_steps_per_epoch",
+        "placement_strategy",
+        "slow_ranks",
+        "slow_factor",
+        "checkpoint_every",
+        "seed",
+        "data_dir",
+        "inject_fault",
+    }
+)
 
 
 def step_key(row: pd.Series) -> str:

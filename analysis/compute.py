@@ -15,11 +15,35 @@ from analysis.load import SweepData
 from analysis.scaling import ScalingResult, strong_scaling, weak_scaling
 from analysis.stragglers import stragglers
 
-TRIAL_COLUMNS = ["trial_id", "model", "data_scaling", "num_workers", "sequence_parallel", "micro_batch_per_worker",
-                 "grad_accum_steps", "global_batch", "seed", "train_time_s", "warmup_s", "timed_steps", "timed_s",
-                 "timed_samples", "timed_source", "throughput", "throughput_per_worker", "step_time_ms",
-                 "comm_kernel_ms", "comm_overlap", "allreduce_probe_ms", "data_wait_fraction", "peak_mem_gib", "mfu",
-                 "joules_per_sample", "final_loss", "val_accuracy"]
+TRIAL_COLUMNS = [
+    "trial_id",
+    "model",
+    "data_scaling",
+    "num_workers",
+    "sequence_parallel",
+    "micro_batch_per_worker",
+    "grad_accum_steps",
+    "global_batch",
+    "seed",
+    "train_time_s",
+    "warmup_s",
+    "timed_steps",
+    "timed_s",
+    "timed_samples",
+    "timed_source",
+    "throughput",
+    "throughput_per_worker",
+    "step_time_ms",
+    "comm_kernel_ms",
+    "comm_overlap",
+    "allreduce_probe_ms",
+    "data_wait_fraction",
+    "peak_mem_gib",
+    "mfu",
+    "joules_per_sample",
+    "final_loss",
+    "val_accuracy",
+]
 MIN_TIMED_STEPS = 5  # fewer timed optimizer steps than this make a rate that one slow step can move
 
 
@@ -80,12 +104,19 @@ def compute(data: SweepData, target: float | None = None) -> SweepAnalysis:
         source = f"{DEFAULT_TARGET_SHARE:.0%} of the best validation accuracy in the sweep"
     lagging = stragglers(trials, data.ranks)
     per_trial = per_trial_table(trials, data.epochs, groups, strong + weak, lagging, target)
-    return SweepAnalysis(data, groups, strong, weak, batch, lagging, target, source, per_trial,
-                         sequence_parallel_pairs(trials))
+    return SweepAnalysis(
+        data, groups, strong, weak, batch, lagging, target, source, per_trial, sequence_parallel_pairs(trials)
+    )
 
 
-def per_trial_table(trials: pd.DataFrame, epochs: pd.DataFrame, groups: dict[str, list[Group]], scaling: list[ScalingResult],
-                    lagging: pd.DataFrame, target: float | None) -> pd.DataFrame:
+def per_trial_table(
+    trials: pd.DataFrame,
+    epochs: pd.DataFrame,
+    groups: dict[str, list[Group]],
+    scaling: list[ScalingResult],
+    lagging: pd.DataFrame,
+    target: float | None,
+) -> pd.DataFrame:
     table = trials[TRIAL_COLUMNS].copy()
     table["allreduce_probe_ms"] = table["allreduce_probe_ms"].fillna(trials["comm_time_ms"])  # its old name
     table.insert(table.columns.get_loc("comm_kernel_ms"), "comm_exposed_ms", trials["comm_exposed_ms"])
@@ -93,8 +124,11 @@ def per_trial_table(trials: pd.DataFrame, epochs: pd.DataFrame, groups: dict[str
     table.insert(2, "batch_group", group_column(trials, groups[BATCH.kind]))
     derived = ["speedup", "efficiency", "karp_flatt", "scaled_speedup", "gustafson_speedup"]
     metrics = pd.concat(
-        [r.rows.assign(base_workers=r.base_workers).reindex(columns=["trial_id", "base_workers", *derived])
-         for r in scaling] or [pd.DataFrame(columns=["trial_id", "base_workers", *derived])],
+        [
+            r.rows.assign(base_workers=r.base_workers).reindex(columns=["trial_id", "base_workers", *derived])
+            for r in scaling
+        ]
+        or [pd.DataFrame(columns=["trial_id", "base_workers", *derived])],
         ignore_index=True,
     )
     metrics = metrics.astype({"base_workers": "Int64", **{c: float for c in derived}})
@@ -103,8 +137,11 @@ def per_trial_table(trials: pd.DataFrame, epochs: pd.DataFrame, groups: dict[str
     reached = time_to_accuracy(list(trials["trial_id"]), epochs, target if target is not None else float("inf"))
     table = table.merge(reached, on="trial_id", how="left")
     table["target_accuracy"] = pd.Series(target, index=table.index, dtype=float)
-    return table.sort_values(["scaling_group", "batch_group", "num_workers", "micro_batch_per_worker", "trial_id"],
-                             na_position="last", ignore_index=True)
+    return table.sort_values(
+        ["scaling_group", "batch_group", "num_workers", "micro_batch_per_worker", "trial_id"],
+        na_position="last",
+        ignore_index=True,
+    )
 
 
 def sequence_parallel_pairs(trials: pd.DataFrame) -> pd.DataFrame:
@@ -116,21 +153,26 @@ def sequence_parallel_pairs(trials: pd.DataFrame) -> pd.DataFrame:
 
     def key(row: pd.Series) -> str:
         params = trial_params(row)
-        return json.dumps({k: v for k, v in params.items() if k not in ("sequence_parallel", "seed", "data_dir")},
-                          sort_keys=True, default=str)
+        return json.dumps(
+            {k: v for k, v in params.items() if k not in ("sequence_parallel", "seed", "data_dir")},
+            sort_keys=True,
+            default=str,
+        )
 
     keys = trials.apply(key, axis=1)
     rows = []
     for text in sorted(set(keys[sp])):
         mine = trials[sp & (keys == text)]
         alone = trials[~sp & (keys == text)]
-        rows.append({
-            "workers": int(mine["num_workers"].iloc[0]),
-            "sequence_parallel": int(mine["sequence_parallel"].median()),
-            "micro_batch_per_worker": int(mine["micro_batch_per_worker"].iloc[0]),
-            "sp_peak_mem_gib": float(mine["peak_mem_gib"].median()),
-            "dp_peak_mem_gib": float(alone["peak_mem_gib"].median()) if len(alone) else float("nan"),
-            "sp_throughput_per_gpu": float(mine["throughput_per_worker"].median()),
-            "dp_throughput_per_gpu": float(alone["throughput_per_worker"].median()) if len(alone) else float("nan"),
-        })
+        rows.append(
+            {
+                "workers": int(mine["num_workers"].iloc[0]),
+                "sequence_parallel": int(mine["sequence_parallel"].median()),
+                "micro_batch_per_worker": int(mine["micro_batch_per_worker"].iloc[0]),
+                "sp_peak_mem_gib": float(mine["peak_mem_gib"].median()),
+                "dp_peak_mem_gib": float(alone["peak_mem_gib"].median()) if len(alone) else float("nan"),
+                "sp_throughput_per_gpu": float(mine["throughput_per_worker"].median()),
+                "dp_throughput_per_gpu": float(alone["throughput_per_worker"].median()) if len(alone) else float("nan"),
+            }
+        )
     return pd.DataFrame(rows)

@@ -12,8 +12,10 @@ from analysis.stragglers import RATIO_WORTH_NAMING
 def left_out_sentence(analysis: SweepAnalysis) -> str:
     data = analysis.data
     left = ", ".join(f"{count} {status}" for status, count in data.left_out.items()) or "none"
-    return (f"{len(data.trials)} completed trial(s) analysed; left out (not measured to the end): {left}. "
-            "Rows are compared only within groups that differ in the swept quantity alone.")
+    return (
+        f"{len(data.trials)} completed trial(s) analysed; left out (not measured to the end): {left}. "
+        "Rows are compared only within groups that differ in the swept quantity alone."
+    )
 
 
 def spread(result: ScalingResult, metric: str, form: str) -> str:
@@ -29,15 +31,19 @@ def strong_finding(analysis: SweepAnalysis) -> str | None:
     if result is None:
         return None
     top = result.at_max_workers()
-    text = (f"Strong scaling ({result.group.id}, timed work): {top.speedup:.2f}×{spread(result, 'speedup', '.2f')} "
-            f"speedup on {top.num_workers:g} workers vs {result.base_workers} ({top.efficiency:.0%} efficiency)")
+    text = (
+        f"Strong scaling ({result.group.id}, timed work): {top.speedup:.2f}×{spread(result, 'speedup', '.2f')} "
+        f"speedup on {top.num_workers:g} workers vs {result.base_workers} ({top.efficiency:.0%} efficiency)"
+    )
     fit = result.amdahl
     if fit is None:
-        text += (f"; no Amdahl fit: {result.worker_counts} worker count(s), a fit needs {MIN_FIT_WORKER_COUNTS}")
+        text += f"; no Amdahl fit: {result.worker_counts} worker count(s), a fit needs {MIN_FIT_WORKER_COUNTS}"
     else:
         bound = f", so speedup is bounded by 1/f = {fit.max_speedup:.1f}×" if fit.max_speedup else ""
-        text += (f"; Amdahl serial fraction f = {fit.serial_fraction:.3f} (RMS residual {fit.rms_residual_s:.3g} s, "
-                 f"{fit.degrees_of_freedom} degree(s) of freedom){bound}")
+        text += (
+            f"; Amdahl serial fraction f = {fit.serial_fraction:.3f} (RMS residual {fit.rms_residual_s:.3g} s, "
+            f"{fit.degrees_of_freedom} degree(s) of freedom){bound}"
+        )
     return text + "."
 
 
@@ -46,16 +52,20 @@ def weak_finding(analysis: SweepAnalysis) -> str | None:
     if result is None:
         return None
     top = result.at_max_workers()
-    text = (f"Weak scaling ({result.group.id}, timed work): {top.efficiency:.0%}{spread(result, 'efficiency', '.0%')} "
-            f"efficiency at {top.num_workers:g} workers vs {result.base_workers}, "
-            f"{top.throughput_per_worker:.4g} samples/s per worker")
+    text = (
+        f"Weak scaling ({result.group.id}, timed work): {top.efficiency:.0%}{spread(result, 'efficiency', '.0%')} "
+        f"efficiency at {top.num_workers:g} workers vs {result.base_workers}, "
+        f"{top.throughput_per_worker:.4g} samples/s per worker"
+    )
     fit = result.gustafson
     if fit is None:
-        text += (f"; no Gustafson fit: {result.worker_counts} worker count(s), a fit needs {MIN_FIT_WORKER_COUNTS}")
+        text += f"; no Gustafson fit: {result.worker_counts} worker count(s), a fit needs {MIN_FIT_WORKER_COUNTS}"
     else:
-        text += (f"; Gustafson serial fraction α = {fit.alpha:.3f} (RMS residual {fit.rms_residual:.3g}, "
-                 f"{fit.degrees_of_freedom} degree(s) of freedom), scaled speedup {top.gustafson_speedup:.2f}× "
-                 f"(measured {top.scaled_speedup:.2f}×)")
+        text += (
+            f"; Gustafson serial fraction α = {fit.alpha:.3f} (RMS residual {fit.rms_residual:.3g}, "
+            f"{fit.degrees_of_freedom} degree(s) of freedom), scaled speedup {top.gustafson_speedup:.2f}× "
+            f"(measured {top.scaled_speedup:.2f}×)"
+        )
     return text + "."
 
 
@@ -77,9 +87,11 @@ def comm_finding(analysis: SweepAnalysis) -> str | None:
     if trials.empty or not (trials["comm_exposed_ms"] > 0).any():
         return None
     worst = trials.loc[trials["comm_exposed_ms"].idxmax()]
-    return (f"Communication: a multi-rank step takes up to {worst.comm_exposed_ms:.3g} ms more than the same step on "
-            f"one rank ({worst.comm_exposed_ms / worst.step_time_ms:.0%} of its {worst.step_time_ms:.3g} ms step; "
-            f"trial {worst.trial_id}: {worst.num_workers:g} workers, micro batch {worst.micro_batch_per_worker:g}).")
+    return (
+        f"Communication: a multi-rank step takes up to {worst.comm_exposed_ms:.3g} ms more than the same step on "
+        f"one rank ({worst.comm_exposed_ms / worst.step_time_ms:.0%} of its {worst.step_time_ms:.3g} ms step; "
+        f"trial {worst.trial_id}: {worst.num_workers:g} workers, micro batch {worst.micro_batch_per_worker:g})."
+    )
 
 
 def straggler_finding(analysis: SweepAnalysis) -> str | None:
@@ -90,12 +102,16 @@ def straggler_finding(analysis: SweepAnalysis) -> str | None:
     if lagging.empty:
         return None
     worst = lagging.loc[lagging["straggler_ratio"].idxmax()]
-    cost = (f" ({worst.straggler_cost_fraction:.0%} of the step)"
-            if pd.notna(worst.straggler_cost_fraction) else "")
-    wait = (f"; the other ranks wait {worst.others_wait_ms:.3g} ms per step for it{cost}"
-            if pd.notna(worst.others_wait_ms) else "")
-    return (f"Stragglers: worst in trial {worst.trial_id}, rank {worst.slowest_rank} is "
-            f"{worst.straggler_ratio:.2f}× the median of the other ranks' {worst.straggler_basis}{wait}.")
+    cost = f" ({worst.straggler_cost_fraction:.0%} of the step)" if pd.notna(worst.straggler_cost_fraction) else ""
+    wait = (
+        f"; the other ranks wait {worst.others_wait_ms:.3g} ms per step for it{cost}"
+        if pd.notna(worst.others_wait_ms)
+        else ""
+    )
+    return (
+        f"Stragglers: worst in trial {worst.trial_id}, rank {worst.slowest_rank} is "
+        f"{worst.straggler_ratio:.2f}× the median of the other ranks' {worst.straggler_basis}{wait}."
+    )
 
 
 def accuracy_finding(analysis: SweepAnalysis) -> str | None:
@@ -107,9 +123,11 @@ def accuracy_finding(analysis: SweepAnalysis) -> str | None:
     if reached.empty:
         return f"Time to accuracy: no trial reached {analysis.target:.3f} validation accuracy."
     fastest = reached.loc[reached["time_to_accuracy_s"].idxmin()]
-    return (f"Time to {analysis.target:.3f} validation accuracy: fastest trial {fastest.trial_id} in "
-            f"{fastest.time_to_accuracy_s:.3g} s (epoch {fastest.epoch_reached}); {missed} of {len(trials)} "
-            "trial(s) never reached it.")
+    return (
+        f"Time to {analysis.target:.3f} validation accuracy: fastest trial {fastest.trial_id} in "
+        f"{fastest.time_to_accuracy_s:.3g} s (epoch {fastest.epoch_reached}); {missed} of {len(trials)} "
+        "trial(s) never reached it."
+    )
 
 
 def headlines(analysis: SweepAnalysis) -> list[str]:
@@ -123,10 +141,14 @@ def caveats(analysis: SweepAnalysis) -> list[str]:
     notes = []
     short = analysis.short_timed
     if not short.empty:
-        notes.append(f"Warning: {len(short)} trial(s) timed fewer than {MIN_TIMED_STEPS} optimizer steps "
-                     f"({', '.join(short['trial_id'])}); their rates rest on few steps.")
+        notes.append(
+            f"Warning: {len(short)} trial(s) timed fewer than {MIN_TIMED_STEPS} optimizer steps "
+            f"({', '.join(short['trial_id'])}); their rates rest on few steps."
+        )
     derived = analysis.per_trial["timed_source"] != "timed_s"
     if derived.any():
-        notes.append(f"{int(derived.sum())} trial(s) come from a table without `timed_s`: timed seconds are derived "
-                     "as samples / throughput.")
+        notes.append(
+            f"{int(derived.sum())} trial(s) come from a table without `timed_s`: timed seconds are derived "
+            "as samples / throughput."
+        )
     return notes

@@ -37,8 +37,14 @@ class Comparison:
 # the global batch (and, with a fixed global batch, the accumulation).
 STRONG = Comparison("strong", "S", "num_workers", ("micro_batch_per_worker",), "fixed", "timed_s")
 WEAK = Comparison("weak", "W", "num_workers", ("global_batch", "samples_per_epoch"), "per_worker", "timed_s")
-BATCH = Comparison("batch", "B", "micro_batch_per_worker", ("global_batch", "grad_accum_steps", "samples_per_epoch"),
-                   None, "throughput_per_worker")
+BATCH = Comparison(
+    "batch",
+    "B",
+    "micro_batch_per_worker",
+    ("global_batch", "grad_accum_steps", "samples_per_epoch"),
+    None,
+    "throughput_per_worker",
+)
 COMPARISONS = (STRONG, WEAK, BATCH)
 PARAMETER_NAMES = tuple(f.name for f in fields(TrialParams))
 
@@ -99,13 +105,15 @@ def find_groups(trials: pd.DataFrame, comparison: Comparison) -> list[Group]:
     ordered = sorted(members, key=lambda t: tuple(natural_order(v) for v in keys[t].values()))
     for number, text in enumerate(ordered, start=1):
         part = trials.loc[members[text]]
-        groups.append(Group(
-            id=f"{comparison.prefix}{number}",
-            comparison=comparison,
-            key=keys[text],
-            trial_ids=list(part["trial_id"]),
-            swept_values=sorted({float(v) for v in part[comparison.swept]}),
-        ))
+        groups.append(
+            Group(
+                id=f"{comparison.prefix}{number}",
+                comparison=comparison,
+                key=keys[text],
+                trial_ids=list(part["trial_id"]),
+                swept_values=sorted({float(v) for v in part[comparison.swept]}),
+            )
+        )
     return groups
 
 

@@ -20,10 +20,29 @@ REQUIRED_EPOCH_COLUMNS = ("trial_id", "epoch", "elapsed_s")
 REQUIRED_RANK_COLUMNS = ("trial_id", "rank", "step_time_ms")
 # Columns of this round's tables (and of the tables before it, by their old names) that the analysis reads
 # where present: an older or newer table lacking one reads it as null.
-OPTIONAL_TRIAL_COLUMNS = ("timed_s", "timed_samples", "timed_steps", "warmup_s", "comm_kernel_ms", "comm_overlap",
-                          "allreduce_probe_ms", "comm_time_ms", "comm_fraction", "mfu", "joules_per_sample",
-                          "sequence_parallel", "seed", "params_json", "peak_mem_gib", "data_wait_fraction",
-                          "step_time_ms", "val_accuracy", "final_loss", "device_names", "samples_per_epoch")
+OPTIONAL_TRIAL_COLUMNS = (
+    "timed_s",
+    "timed_samples",
+    "timed_steps",
+    "warmup_s",
+    "comm_kernel_ms",
+    "comm_overlap",
+    "allreduce_probe_ms",
+    "comm_time_ms",
+    "comm_fraction",
+    "mfu",
+    "joules_per_sample",
+    "sequence_parallel",
+    "seed",
+    "params_json",
+    "peak_mem_gib",
+    "data_wait_fraction",
+    "step_time_ms",
+    "val_accuracy",
+    "final_loss",
+    "device_names",
+    "samples_per_epoch",
+)
 OPTIONAL_EPOCH_COLUMNS = ("val_accuracy", "train_elapsed_s", "train_loss")
 OPTIONAL_RANK_COLUMNS = ("busy_ms", "compute_ms", "wait_ms", "slowdown_achieved", "peak_mem_gib")
 
@@ -47,8 +66,11 @@ class SweepData:
     @property
     def device_label(self) -> str:
         """The devices the trials ran on, for labelling a sweep beside others."""
-        lists = [v if isinstance(v, (list, tuple)) or hasattr(v, "tolist") else [v]
-                 for v in self.trials["device_names"] if v is not None and not isinstance(v, float)]
+        lists = [
+            v if isinstance(v, (list, tuple)) or hasattr(v, "tolist") else [v]
+            for v in self.trials["device_names"]
+            if v is not None and not isinstance(v, float)
+        ]
         names = sorted({str(n) for names in lists for n in names if str(n)})
         return ", ".join(names) or ", ".join(sorted({str(d) for d in self.trials["device"].dropna()})) or "?"
 
@@ -82,9 +104,15 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
     if not ranks.empty:
         require_columns(ranks, "ranks", REQUIRED_RANK_COLUMNS, sweep_dir)
     left_out = status[status != "completed"].value_counts().sort_index().to_dict()
-    return SweepData(sweep_dir, completed.reset_index(drop=True), epochs.reset_index(drop=True),
-                     ranks.reset_index(drop=True), {str(k): int(v) for k, v in left_out.items()},
-                     read_manifest(sweep_dir), read_max_batch(sweep_dir))
+    return SweepData(
+        sweep_dir,
+        completed.reset_index(drop=True),
+        epochs.reset_index(drop=True),
+        ranks.reset_index(drop=True),
+        {str(k): int(v) for k, v in left_out.items()},
+        read_manifest(sweep_dir),
+        read_max_batch(sweep_dir),
+    )
 
 
 def read_max_batch(sweep_dir: Path) -> pd.DataFrame:
@@ -134,19 +162,40 @@ def with_timed_work(trials: pd.DataFrame) -> pd.DataFrame:
 
 def read(sweep_dir: Path, table: str) -> pd.DataFrame:
     try:
-        return read_table(sweep_dir / table, table).to_pandas()
+        frame = read_table(sweep_dir / table, table).to_pandas()
+        return with_unnamed_columns(frame, sorted((sweep_dir / table).glob("*.parquet")))
     except (pa.ArrowException, OSError, UsageError) as exc:
         first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise AnalysisError(f"cannot read the {table} table of {sweep_dir}: {first_line}") from exc
 
 
-def require_columns(frame: pd.DataFrame, table: str, columns: tuple[str, ...], sweep_dir: Path,
-                    among: str = "") -> None:
+def with_unnamed_columns(frame: pd.DataFrame, files: list[Path]) -> pd.DataFrame:
+    """Add the columns of ``files`` that the vocabulary's schema does not name (yet): a table written by a newer
+    worker than this checkout still shows its new figures. read_table keeps the files' order, so rows align."""
+    parts = []
+    for file in files:
+        names = [c for c in pq.read_schema(file).names if c not in frame.columns]
+        parts.append(
+            pq.read_table(file, columns=names).to_pandas()
+            if names
+            else pd.DataFrame(index=range(pq.read_metadata(file).num_rows))
+        )
+    if not parts or not any(len(p.columns) for p in parts):
+        return frame
+    extra = pd.concat(parts, ignore_index=True)
+    return pd.concat([frame, extra.set_index(frame.index)], axis=1)
+
+
+def require_columns(
+    frame: pd.DataFrame, table: str, columns: tuple[str, ...], sweep_dir: Path, among: str = ""
+) -> None:
     # read_table fills columns a file lacks with nulls, so a missing column shows up as one without values.
     empty = [col for col in columns if frame[col].isna().all()]
     if empty:
-        raise AnalysisError(f"the {table} table of {sweep_dir} has no values in needed column(s) "
-                            f"{', '.join(empty)} among its {among}rows")
+        raise AnalysisError(
+            f"the {table} table of {sweep_dir} has no values in needed column(s) "
+            f"{', '.join(empty)} among its {among}rows"
+        )
 
 
 def suggest_sweeps(path: Path) -> str:

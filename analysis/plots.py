@@ -81,8 +81,9 @@ def speedup_figure(series: list[Series]) -> Figure | str:
         names = labels(s.analysis.strong)
         for result in s.analysis.strong:
             line = trials_and_medians(speedup, result.rows, "speedup", "o-", s.name(names[result.group.id]))
-            trials_and_medians(efficiency, result.rows, "efficiency", "o-", s.name(names[result.group.id]), 100,
-                               line.get_color())
+            trials_and_medians(
+                efficiency, result.rows, "efficiency", "o-", s.name(names[result.group.id]), 100, line.get_color()
+            )
             if result.amdahl:
                 grid = np.geomspace(result.base_workers, max(workers), 100)
                 f = result.amdahl.serial_fraction
@@ -115,8 +116,12 @@ def efficiency_figure(series: list[Series]) -> Figure | str:
             trials_and_medians(axes, result.rows, "efficiency", "s--", s.name(f"weak {names[result.group.id]}"), 100)
     axes.axhline(100, color="k", linestyle=":", label="ideal (100%)")
     top = max(110.0, float(max(r.rows["efficiency"].max() for _, r in drawn)) * 105)
-    axes.set(xlabel="workers (data-parallel ranks)", ylabel="parallel efficiency  [%]",
-             title="Weak scaling: efficiency (timed work)", ylim=(0, top))
+    axes.set(
+        xlabel="workers (data-parallel ranks)",
+        ylabel="parallel efficiency  [%]",
+        title="Weak scaling: efficiency (timed work)",
+        ylim=(0, top),
+    )
     log2_axis(axes, [w for _, r in drawn for w in r.rows["num_workers"]])
     axes.legend(fontsize="small")
     return figure
@@ -130,13 +135,16 @@ def weak_throughput_figure(series: list[Series]) -> Figure | str:
     for s in series:
         names = labels(s.analysis.weak)
         for result in s.analysis.weak:
-            line = trials_and_medians(axes, result.rows, "throughput_per_worker", "o-",
-                                      s.name(names[result.group.id]))
+            line = trials_and_medians(axes, result.rows, "throughput_per_worker", "o-", s.name(names[result.group.id]))
             base = result.rows.loc[result.rows["num_workers"] == result.base_workers, "throughput_per_worker"]
             axes.axhline(float(base.median()), color=line.get_color(), linestyle=":", alpha=0.6)
     axes.plot([], [], "k:", label="ideal: the base's throughput per worker")
-    axes.set(xlabel="workers (data-parallel ranks)", ylabel="throughput per worker  [samples/s]",
-             title="Weak scaling: throughput per worker", ylim=(0, None))
+    axes.set(
+        xlabel="workers (data-parallel ranks)",
+        ylabel="throughput per worker  [samples/s]",
+        title="Weak scaling: throughput per worker",
+        ylim=(0, None),
+    )
     log2_axis(axes, [w for _, r in drawn for w in r.rows["num_workers"]])
     axes.legend(fontsize="small")
     return figure
@@ -153,32 +161,54 @@ def throughput_figure(series: list[Series]) -> Figure | str:
         names = labels(s.analysis.batch)
         for result in s.analysis.batch:
             points = result.points
-            spread = [points["throughput_per_worker"] - points["throughput_min"],
-                      points["throughput_max"] - points["throughput_per_worker"]]
-            line = axes.errorbar(points["micro_batch_per_worker"], points["throughput_per_worker"], yerr=spread,
-                                 fmt="o-", capsize=3, label=s.name(names[result.group.id]))[0]
-            axes.plot(result.knee.micro_batch_per_worker, result.knee.throughput_per_worker, "*", markersize=14,
-                      color=line.get_color())
+            spread = [
+                points["throughput_per_worker"] - points["throughput_min"],
+                points["throughput_max"] - points["throughput_per_worker"],
+            ]
+            line = axes.errorbar(
+                points["micro_batch_per_worker"],
+                points["throughput_per_worker"],
+                yerr=spread,
+                fmt="o-",
+                capsize=3,
+                label=s.name(names[result.group.id]),
+            )[0]
+            axes.plot(
+                result.knee.micro_batch_per_worker,
+                result.knee.throughput_per_worker,
+                "*",
+                markersize=14,
+                color=line.get_color(),
+            )
             if points["peak_mem_gib"].notna().any():
                 has_memory = True
-                memory.plot(points["micro_batch_per_worker"], points["peak_mem_gib"], "^--", color=line.get_color(),
-                            alpha=0.6)
+                memory.plot(
+                    points["micro_batch_per_worker"], points["peak_mem_gib"], "^--", color=line.get_color(), alpha=0.6
+                )
     axes.plot([], [], "k*", label=f"knee (≥ {KNEE_FRACTION:.0%} of peak)")
     if has_memory:
         axes.plot([], [], "k^--", alpha=0.6, label="peak memory (right axis)")
         memory.set(ylabel="peak memory per rank  [GiB]", ylim=(0, None))
     else:
         memory.set_visible(False)
-    axes.set(xlabel="micro batch per worker  [samples]", ylabel="throughput per worker  [samples/s]",
-             title="Throughput and memory vs micro batch", ylim=(0, None))
+    axes.set(
+        xlabel="micro batch per worker  [samples]",
+        ylabel="throughput per worker  [samples/s]",
+        title="Throughput and memory vs micro batch",
+        ylim=(0, None),
+    )
     log2_axis(axes, [v for r in drawn for v in r.points["micro_batch_per_worker"]])
     axes.legend(fontsize="small", loc="lower right")
     return figure
 
 
 def overhead_figure(series: list[Series]) -> Figure | str:
-    results = [(s, r) for s in series for r in s.analysis.batch
-               if (r.points[["comm_exposed_ms", "data_wait_fraction"]].fillna(0) > 0).any().any()][:MAX_PANELS]
+    results = [
+        (s, r)
+        for s in series
+        for r in s.analysis.batch
+        if (r.points[["comm_exposed_ms", "data_wait_fraction"]].fillna(0) > 0).any().any()
+    ][:MAX_PANELS]
     if not results:
         return "no batch group has exposed communication or data wait above zero"
     figure, panels = new_figure(len(results))
@@ -190,8 +220,12 @@ def overhead_figure(series: list[Series]) -> Figure | str:
         axes.bar(positions, comm, label="exposed communication (comm_exposed_ms / step)")
         axes.bar(positions, wait, bottom=comm, label="waiting for data (data_wait_fraction)")
         axes.set_xticks(positions, [f"{b:g}" for b in points["micro_batch_per_worker"]])
-        axes.set(xlabel="micro batch per worker  [samples]", ylabel="share of step time  [%]",
-                 title=s.name(labels(s.analysis.batch)[result.group.id]), ylim=(0, max(1e-3, (comm + wait).max()) * 1.2))
+        axes.set(
+            xlabel="micro batch per worker  [samples]",
+            ylabel="share of step time  [%]",
+            title=s.name(labels(s.analysis.batch)[result.group.id]),
+            ylim=(0, max(1e-3, (comm + wait).max()) * 1.2),
+        )
         axes.legend(fontsize="small")
     return figure
 
@@ -221,19 +255,32 @@ def joules_figure(series: list[Series]) -> Figure | str:
         return "no batch group has joules_per_sample (NVML energy; null on CPUs)"
     figure, (axes,) = new_figure()
     for s, result in results:
-        axes.plot(result.points["micro_batch_per_worker"], result.points["joules_per_sample"], "o-",
-                  label=s.name(labels(s.analysis.batch)[result.group.id]))
-    axes.set(xlabel="micro batch per worker  [samples]", ylabel="energy per sample  [J]",
-             title="Energy per sample vs micro batch", ylim=(0, None))
+        axes.plot(
+            result.points["micro_batch_per_worker"],
+            result.points["joules_per_sample"],
+            "o-",
+            label=s.name(labels(s.analysis.batch)[result.group.id]),
+        )
+    axes.set(
+        xlabel="micro batch per worker  [samples]",
+        ylabel="energy per sample  [J]",
+        title="Energy per sample vs micro batch",
+        ylim=(0, None),
+    )
     log2_axis(axes, [v for _, r in results for v in r.points["micro_batch_per_worker"]])
     axes.legend(fontsize="small")
     return figure
 
 
 def time_to_accuracy_figure(series: list[Series]) -> Figure | str:
-    bars = [(s.name(f"{t} (n={w:g}, mb={b:g})"), seconds) for s in series if s.analysis.target is not None
-            for t, w, b, seconds in s.analysis.per_trial.dropna(subset=["time_to_accuracy_s"])[
-                ["trial_id", "num_workers", "micro_batch_per_worker", "time_to_accuracy_s"]].itertuples(index=False)]
+    bars = [
+        (s.name(f"{t} (n={w:g}, mb={b:g})"), seconds)
+        for s in series
+        if s.analysis.target is not None
+        for t, w, b, seconds in s.analysis.per_trial.dropna(subset=["time_to_accuracy_s"])[
+            ["trial_id", "num_workers", "micro_batch_per_worker", "time_to_accuracy_s"]
+        ].itertuples(index=False)
+    ]
     if not bars:
         return "no trial reached a target accuracy (or the sweep has no validation accuracy)"
     bars.sort(key=lambda bar: bar[1])
@@ -248,8 +295,11 @@ def time_to_accuracy_figure(series: list[Series]) -> Figure | str:
 
 
 def epochs_figure(series: list[Series]) -> Figure | str:
-    epochs = [(s, trial, part.sort_values("epoch")) for s in series
-              for trial, part in s.analysis.data.epochs.groupby("trial_id", sort=True)]
+    epochs = [
+        (s, trial, part.sort_values("epoch"))
+        for s in series
+        for trial, part in s.analysis.data.epochs.groupby("trial_id", sort=True)
+    ]
     if not epochs:
         return "the epochs table has no rows for the completed trials"
     figure, (loss, accuracy) = new_figure(2)

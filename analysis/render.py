@@ -95,12 +95,18 @@ def render_html(blocks: list[Block], title: str) -> str:
             out.append(f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
         else:
             data = base64.b64encode(block.path.read_bytes()).decode("ascii")
-            out.append(f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(block.caption)}">'
-                       f"<figcaption>{inline_html(block.caption)}</figcaption></figure>")
-    style = ("*{box-sizing:border-box}body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;line-height:1.4}"
-             "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}"
-             "th,td{border:1px solid #ccc;padding:0.25em 0.6em;text-align:right}th{background:#f3f3f3}"
-             ".scroll{overflow-x:auto;max-width:100%}code{overflow-wrap:anywhere}p,li{overflow-wrap:anywhere}"
-             "img{max-width:100%;height:auto}figcaption{font-style:italic;color:#555}code{background:#f3f3f3;padding:0 0.2em}")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
+            out.append(
+                f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(block.caption)}">'
+                f"<figcaption>{inline_html(block.caption)}</figcaption></figure>"
+            )
+    style = (
+        "*{box-sizing:border-box}body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;line-height:1.4}"
+        "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}"
+        "th,td{border:1px solid #ccc;padding:0.25em 0.6em;text-align:right}th{background:#f3f3f3}"
+        ".scroll{overflow-x:auto;max-width:100%}code{overflow-wrap:anywhere}p,li{overflow-wrap:anywhere}"
+        "img{max-width:100%;height:auto}figcaption{font-style:italic;color:#555}code{background:#f3f3f3;padding:0 0.2em}"
+    )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n"
+    )

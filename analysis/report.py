@@ -16,11 +16,11 @@ TOP_ROWS = 15  # longer per-trial tables are cut here; scaling.parquet has every
 
 CAPTIONS = {
     "speedup": "Strong scaling from timed work: speedup (left; dotted: ideal linear, thick: Amdahl fit) and "
-               "efficiency S·base/n (right; dotted: ideal 100%) vs workers; faint markers: single trials",
+    "efficiency S·base/n (right; dotted: ideal 100%) vs workers; faint markers: single trials",
     "efficiency": "Weak-scaling efficiency (scaled speedup / p) vs workers; dotted: ideal 100%",
     "weak_throughput": "Weak scaling: throughput per worker vs workers",
     "batch_throughput": "Throughput per worker (left axis, line; bars: range over repeats) and peak memory "
-                        "(right axis, dashed) vs micro batch; star: knee",
+    "(right axis, dashed) vs micro batch; star: knee",
     "batch_overheads": "Exposed communication and data wait as shares of the step, vs micro batch",
     "batch_accuracy": "Validation accuracy and final training loss vs micro batch",
     "joules_per_sample": "Energy per trained sample (NVML, timed window) vs micro batch",
@@ -42,11 +42,16 @@ def build_report(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     blocks += unanalysed_section(analysis)
     if plots.skipped:
         blocks += [Heading("Plots not made"), Bullets([f"`{name}`: {why}" for name, why in plots.skipped.items()])]
-    blocks += [Heading("Files"), Bullets([
-        "`scaling.parquet`: one row per completed trial with its group ids and every derived metric",
-        "`summary.json`: the headline numbers, groups, knees, recommendation and fits",
-        "`report.html`: this report as one self-contained file",
-    ])]
+    blocks += [
+        Heading("Files"),
+        Bullets(
+            [
+                "`scaling.parquet`: one row per completed trial with its group ids and every derived metric",
+                "`summary.json`: the headline numbers, groups, knees, recommendation and fits",
+                "`report.html`: this report as one self-contained file",
+            ]
+        ),
+    ]
     return blocks
 
 
@@ -60,14 +65,22 @@ def summary_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     if headline:
         blocks += images(plots, headline)
     if not analysis.comparable:
-        blocks.append(Paragraph(
-            "No comparison: every group has one value of its swept quantity. A comparison needs two or more trials "
-            "that differ only in `num_workers` (scaling) or `micro_batch_per_worker` (batch size)."))
+        blocks.append(
+            Paragraph(
+                "No comparison: every group has one value of its swept quantity. A comparison needs two or more trials "
+                "that differ only in `num_workers` (scaling) or `micro_batch_per_worker` (batch size)."
+            )
+        )
     blocks += [Bullets(headlines(analysis) or ["No finding: the figures below hold no difference worth naming."])]
     paper = paper_beside_us(analysis)
     if paper:
-        blocks += [Paragraph("**The paper beside us** (\"Scaling Vision Transformers: Evaluating DeepSpeed for "
-                             "Image-Centric Workloads\"):"), Bullets(paper)]
+        blocks += [
+            Paragraph(
+                '**The paper beside us** ("Scaling Vision Transformers: Evaluating DeepSpeed for '
+                'Image-Centric Workloads"):'
+            ),
+            Bullets(paper),
+        ]
     return blocks
 
 
@@ -105,24 +118,66 @@ def cut(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Block]]:
 def strong_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     if not analysis.strong:
         return []
-    blocks: list[Block] = [Heading("Strong scaling (fixed total samples)"), Paragraph(
-        "Speedup S = R(n) / R(base) of the timed rates R = `timed_samples` / `timed_s` (warm-up steps excluded; "
-        "`warmup_s` is shown beside, never inside); efficiency E = S · base / n; Karp–Flatt e = (1/S − 1/p) / "
-        "(1 − 1/p) at p = n / base; the Amdahl fit needs three or more worker counts.")]
+    blocks: list[Block] = [
+        Heading("Strong scaling (fixed total samples)"),
+        Paragraph(
+            "Speedup S = R(n) / R(base) of the timed rates R = `timed_samples` / `timed_s` (warm-up steps excluded; "
+            "`warmup_s` is shown beside, never inside); efficiency E = S · base / n; Karp–Flatt e = (1/S − 1/p) / "
+            "(1 − 1/p) at p = n / base; the Amdahl fit needs three or more worker counts."
+        ),
+    ]
     for result in analysis.strong:
         if not result.base_is_one:
-            blocks.append(Paragraph(
-                f"Group {result.group.id} has no 1-worker trial: the base is {result.base_workers} workers, so "
-                "speedup, efficiency and Karp–Flatt are relative to it (p = n / base)."))
-    fits = [[r.group.id, str(r.base_workers), str(r.worker_counts)]
-            + ([f"{r.amdahl.serial_fraction:.4f}", f"{r.amdahl.t1_s:.4g}", f"{r.amdahl.rms_residual_s:.3g}",
-                str(r.amdahl.degrees_of_freedom), f"{r.amdahl.max_speedup:.3g}×" if r.amdahl.max_speedup else "∞"]
-               if r.amdahl else ["no fit (< 3 worker counts)", "—", "—", "—", "—"]) for r in analysis.strong]
-    blocks.append(Table(["group", "base workers", "worker counts", "Amdahl f", "fitted T(1) [s]",
-                         "RMS residual [s]", "dof", "max speedup 1/f"], fits))
+            blocks.append(
+                Paragraph(
+                    f"Group {result.group.id} has no 1-worker trial: the base is {result.base_workers} workers, so "
+                    "speedup, efficiency and Karp–Flatt are relative to it (p = n / base)."
+                )
+            )
+    fits = [
+        [r.group.id, str(r.base_workers), str(r.worker_counts)]
+        + (
+            [
+                f"{r.amdahl.serial_fraction:.4f}",
+                f"{r.amdahl.t1_s:.4g}",
+                f"{r.amdahl.rms_residual_s:.3g}",
+                str(r.amdahl.degrees_of_freedom),
+                f"{r.amdahl.max_speedup:.3g}×" if r.amdahl.max_speedup else "∞",
+            ]
+            if r.amdahl
+            else ["no fit (< 3 worker counts)", "—", "—", "—", "—"]
+        )
+        for r in analysis.strong
+    ]
+    blocks.append(
+        Table(
+            [
+                "group",
+                "base workers",
+                "worker counts",
+                "Amdahl f",
+                "fitted T(1) [s]",
+                "RMS residual [s]",
+                "dof",
+                "max speedup 1/f",
+            ],
+            fits,
+        )
+    )
     rows = pd.concat([r.rows.assign(group=r.group.id) for r in analysis.strong], ignore_index=True)
-    rows = rows[["group", "trial_id", "num_workers", "timed_s", "warmup_s", "timed_source", "speedup", "efficiency",
-                 "karp_flatt"]]
+    rows = rows[
+        [
+            "group",
+            "trial_id",
+            "num_workers",
+            "timed_s",
+            "warmup_s",
+            "timed_source",
+            "speedup",
+            "efficiency",
+            "karp_flatt",
+        ]
+    ]
     rows, note = cut(rows)
     blocks += [rounded(rows, ("efficiency",)), *note, *detail_images(plots, "speedup")]
     return blocks
@@ -131,17 +186,41 @@ def strong_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
 def weak_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     if not analysis.weak:
         return []
-    blocks: list[Block] = [Heading("Weak scaling (samples per worker fixed)"), Paragraph(
-        "Scaled speedup = R(n) / R(base) of the timed rates; efficiency = scaled speedup / p; Gustafson "
-        "S = p − α (p − 1) fitted by least squares in α (three or more worker counts).")]
-    blocks.append(Table(["group", "base workers", "worker counts", "Gustafson α", "RMS residual", "dof"],
-                        [[r.group.id, str(r.base_workers), str(r.worker_counts)]
-                         + ([f"{r.gustafson.alpha:.4f}", f"{r.gustafson.rms_residual:.3g}",
-                             str(r.gustafson.degrees_of_freedom)] if r.gustafson else ["no fit", "—", "—"])
-                         for r in analysis.weak]))
+    blocks: list[Block] = [
+        Heading("Weak scaling (samples per worker fixed)"),
+        Paragraph(
+            "Scaled speedup = R(n) / R(base) of the timed rates; efficiency = scaled speedup / p; Gustafson "
+            "S = p − α (p − 1) fitted by least squares in α (three or more worker counts)."
+        ),
+    ]
+    blocks.append(
+        Table(
+            ["group", "base workers", "worker counts", "Gustafson α", "RMS residual", "dof"],
+            [
+                [r.group.id, str(r.base_workers), str(r.worker_counts)]
+                + (
+                    [f"{r.gustafson.alpha:.4f}", f"{r.gustafson.rms_residual:.3g}", str(r.gustafson.degrees_of_freedom)]
+                    if r.gustafson
+                    else ["no fit", "—", "—"]
+                )
+                for r in analysis.weak
+            ],
+        )
+    )
     rows = pd.concat([r.rows.assign(group=r.group.id) for r in analysis.weak], ignore_index=True)
-    rows = rows[["group", "trial_id", "num_workers", "timed_s", "warmup_s", "efficiency", "throughput_per_worker",
-                 "scaled_speedup", "gustafson_speedup"]]
+    rows = rows[
+        [
+            "group",
+            "trial_id",
+            "num_workers",
+            "timed_s",
+            "warmup_s",
+            "efficiency",
+            "throughput_per_worker",
+            "scaled_speedup",
+            "gustafson_speedup",
+        ]
+    ]
     rows, note = cut(rows)
     blocks += [rounded(rows, ("efficiency",)), *note]
     return blocks + detail_images(plots, "efficiency", "weak_throughput")
@@ -150,22 +229,44 @@ def weak_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
 def batch_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     if not analysis.batch:
         return []
-    blocks: list[Block] = [Heading("Batch size"), Paragraph(
-        f"The knee is the smallest micro batch reaching {KNEE_FRACTION:.0%} of the group's best throughput per "
-        "worker (medians over repeats). Recommendation per group:"),
-        Bullets([f"{r.group.id}: {r.recommendation}" for r in analysis.batch])]
+    blocks: list[Block] = [
+        Heading("Batch size"),
+        Paragraph(
+            f"The knee is the smallest micro batch reaching {KNEE_FRACTION:.0%} of the group's best throughput per "
+            "worker (medians over repeats). Recommendation per group:"
+        ),
+        Bullets([f"{r.group.id}: {r.recommendation}" for r in analysis.batch]),
+    ]
     for result in analysis.batch:
-        columns = ["micro_batch_per_worker", "global_batch", "throughput_per_worker", "throughput_min",
-                   "throughput_max", "peak_mem_gib", "comm_exposed_ms", "data_wait_fraction", "mfu",
-                   "joules_per_sample", "val_accuracy", "final_loss", "trials"]
+        columns = [
+            "micro_batch_per_worker",
+            "global_batch",
+            "throughput_per_worker",
+            "throughput_min",
+            "throughput_max",
+            "peak_mem_gib",
+            "comm_exposed_ms",
+            "data_wait_fraction",
+            "mfu",
+            "joules_per_sample",
+            "val_accuracy",
+            "final_loss",
+            "trials",
+        ]
         points = result.points[present(result.points, columns)]
-        blocks += [Paragraph(f"Group {result.group.id}:"),
-                   rounded(points, tuple(c for c in ("data_wait_fraction", "val_accuracy", "mfu") if c in points))]
+        blocks += [
+            Paragraph(f"Group {result.group.id}:"),
+            rounded(points, tuple(c for c in ("data_wait_fraction", "val_accuracy", "mfu") if c in points)),
+        ]
     best = analysis.best_batch()
     if best is not None and best.points["joules_per_sample"].notna().any():
         frugal = best.points.loc[best.points["joules_per_sample"].idxmin()]
-        blocks.append(Paragraph(f"Fewest joules per sample: micro batch {frugal.micro_batch_per_worker:g} "
-                                f"({frugal.joules_per_sample:.4g} J/sample, group {best.group.id})."))
+        blocks.append(
+            Paragraph(
+                f"Fewest joules per sample: micro batch {frugal.micro_batch_per_worker:g} "
+                f"({frugal.joules_per_sample:.4g} J/sample, group {best.group.id})."
+            )
+        )
     blocks += max_batch_section(analysis)
     return blocks + detail_images(plots, "batch_throughput", "batch_overheads", "batch_accuracy", "joules_per_sample")
 
@@ -179,12 +280,16 @@ def max_batch_section(analysis: SweepAnalysis) -> list[Block]:
 
 def comm_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     trials = analysis.per_trial
-    blocks: list[Block] = [Heading("Communication and stragglers"), Paragraph(
-        "`comm_exposed_ms`: per optimizer step, the trial's step time minus the median step time of the 1-rank "
-        "trials that ran the same per-rank step (same parameters but the worker count and what moves with it); "
-        "null without such a trial. `comm_kernel_ms` and `comm_overlap` come from a profiled window after the "
-        "timed steps, `allreduce_probe_ms` from one all-reduce of the gradients (called `comm_time_ms` in older "
-        "tables).")]
+    blocks: list[Block] = [
+        Heading("Communication and stragglers"),
+        Paragraph(
+            "`comm_exposed_ms`: per optimizer step, the trial's step time minus the median step time of the 1-rank "
+            "trials that ran the same per-rank step (same parameters but the worker count and what moves with it); "
+            "null without such a trial. `comm_kernel_ms` and `comm_overlap` come from a profiled window after the "
+            "timed steps, `allreduce_probe_ms` from one all-reduce of the gradients (called `comm_time_ms` in older "
+            "tables)."
+        ),
+    ]
     multi = trials[trials["num_workers"] > 1]
     columns = present(multi, ["comm_exposed_ms", "comm_kernel_ms", "comm_overlap", "allreduce_probe_ms"])
     if multi.empty or not columns:
@@ -198,10 +303,15 @@ def comm_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         return blocks
     lagging = analysis.stragglers.sort_values("straggler_ratio", ascending=False)
     lagging, note = cut(lagging[present(lagging, list(lagging.columns))])
-    blocks += [Paragraph("Straggler ratio = slowest rank's busy time per step (`busy_ms`; older tables "
-                         "`compute_ms`; else `step_time_ms`) over the median of the other ranks; the cost is the "
-                         "mean time the other ranks wait for it per step."),
-               rounded(lagging, tuple(c for c in ("straggler_cost_fraction",) if c in lagging)), *note]
+    blocks += [
+        Paragraph(
+            "Straggler ratio = slowest rank's busy time per step (`busy_ms`; older tables "
+            "`compute_ms`; else `step_time_ms`) over the median of the other ranks; the cost is the "
+            "mean time the other ranks wait for it per step."
+        ),
+        rounded(lagging, tuple(c for c in ("straggler_cost_fraction",) if c in lagging)),
+        *note,
+    ]
     return blocks
 
 
@@ -211,26 +321,54 @@ def accuracy_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         return blocks + [Paragraph(f"Not computed: {analysis.target_source}.")]
     trials = analysis.per_trial.sort_values("time_to_accuracy_s", na_position="last")
     missed = trials["time_to_accuracy_s"].isna().sum()
-    clock = ("training time from the first step (`epochs.train_elapsed_s`; validation and checkpoints excluded)"
-             if analysis.accuracy_clock == "train_elapsed_s" else
-             "wall time from trial start (`epochs.elapsed_s`: this table predates `train_elapsed_s`, so setup, "
-             "validation and checkpoint time are inside)")
-    blocks.append(Paragraph(
-        f"Target: validation accuracy ≥ {analysis.target:.4f} ({analysis.target_source}). Time is {clock} at the "
-        f"end of the first epoch reaching it; {missed} trial(s) never reached it (shown as —)."))
-    rows, note = cut(trials[["trial_id", "num_workers", "micro_batch_per_worker", "val_accuracy",
-                             "time_to_accuracy_s", "epoch_reached"]])
+    clock = (
+        "training time from the first step (`epochs.train_elapsed_s`; validation and checkpoints excluded)"
+        if analysis.accuracy_clock == "train_elapsed_s"
+        else "wall time from trial start (`epochs.elapsed_s`: this table predates `train_elapsed_s`, so setup, "
+        "validation and checkpoint time are inside)"
+    )
+    blocks.append(
+        Paragraph(
+            f"Target: validation accuracy ≥ {analysis.target:.4f} ({analysis.target_source}). Time is {clock} at the "
+            f"end of the first epoch reaching it; {missed} trial(s) never reached it (shown as —)."
+        )
+    )
+    rows, note = cut(
+        trials[
+            ["trial_id", "num_workers", "micro_batch_per_worker", "val_accuracy", "time_to_accuracy_s", "epoch_reached"]
+        ]
+    )
     return blocks + [rounded(rows, ("val_accuracy",)), *note, *images(plots, "time_to_accuracy")]
 
 
 def trials_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     """Every trial's own figures: the whole report of a single-trial sweep, a reference table otherwise."""
-    columns = ["trial_id", "num_workers", "sequence_parallel", "micro_batch_per_worker", "grad_accum_steps",
-               "global_batch", "seed", "throughput", "throughput_per_worker", "step_time_ms", "timed_steps", "timed_s",
-               "warmup_s", "peak_mem_gib", "mfu", "joules_per_sample", "final_loss", "val_accuracy"]
+    columns = [
+        "trial_id",
+        "num_workers",
+        "sequence_parallel",
+        "micro_batch_per_worker",
+        "grad_accum_steps",
+        "global_batch",
+        "seed",
+        "throughput",
+        "throughput_per_worker",
+        "step_time_ms",
+        "timed_steps",
+        "timed_s",
+        "warmup_s",
+        "peak_mem_gib",
+        "mfu",
+        "joules_per_sample",
+        "final_loss",
+        "val_accuracy",
+    ]
     rows, note = cut(analysis.per_trial[present(analysis.per_trial, columns)])
-    blocks: list[Block] = [Heading("Trials"), rounded(rows, tuple(c for c in ("val_accuracy", "mfu") if c in rows)),
-                           *note]
+    blocks: list[Block] = [
+        Heading("Trials"),
+        rounded(rows, tuple(c for c in ("val_accuracy", "mfu") if c in rows)),
+        *note,
+    ]
     blocks += sequence_parallel_section(analysis)
     return blocks + detail_images(plots, "epochs")
 
@@ -240,8 +378,10 @@ def sequence_parallel_section(analysis: SweepAnalysis) -> list[Block]:
     pairs = analysis.sequence_parallel
     if pairs.empty:
         return []
-    return [Paragraph("Sequence parallelism against data parallelism alone at the same worker count (medians):"),
-            Table.of(pairs)]
+    return [
+        Paragraph("Sequence parallelism against data parallelism alone at the same worker count (medians):"),
+        Table.of(pairs),
+    ]
 
 
 def economy_section(analysis: SweepAnalysis) -> list[Block]:
@@ -249,8 +389,10 @@ def economy_section(analysis: SweepAnalysis) -> list[Block]:
     if not isinstance(economy, dict) or economy.get("duty_cycle") is None:
         return []
     setup = economy.get("median_setup_s")
-    text = (f"Duty cycle {economy['duty_cycle']:.0%}: timed rank-seconds over the sweep's wall time "
-            f"({economy.get('wall_s', float('nan')):.4g} s) × {economy.get('devices', '?')} device(s)")
+    text = (
+        f"Duty cycle {economy['duty_cycle']:.0%}: timed rank-seconds over the sweep's wall time "
+        f"({economy.get('wall_s', float('nan')):.4g} s) × {economy.get('devices', '?')} device(s)"
+    )
     if setup is not None:
         text += f"; median trial setup {setup:.3g} s"
     later = economy.get("median_later_setup_s")

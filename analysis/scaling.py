@@ -86,8 +86,7 @@ def amdahl_fit(workers: np.ndarray, times: np.ndarray) -> AmdahlFit | None:
     (serial_s, parallel_s), *_ = np.linalg.lstsq(design, times, rcond=None)
     residuals = times - design @ np.array([serial_s, parallel_s])
     t1 = serial_s + parallel_s
-    return AmdahlFit(float(serial_s / t1), float(t1), float(np.sqrt(np.mean(residuals**2))), len(times),
-                     len(times) - 2)
+    return AmdahlFit(float(serial_s / t1), float(t1), float(np.sqrt(np.mean(residuals**2))), len(times), len(times) - 2)
 
 
 def karp_flatt(speedup: float, relative_workers: float) -> float | None:
@@ -111,8 +110,16 @@ def gustafson_fit(relative_workers: np.ndarray, scaled_speedup: np.ndarray) -> G
 
 def timed_rows(trials: pd.DataFrame, group: Group) -> tuple[pd.DataFrame, int, float]:
     """The group's rows, the base worker count and the base's median timed rate (samples per timed second)."""
-    columns = ["trial_id", "num_workers", "timed_s", "timed_samples", "timed_source", "warmup_s", "timed_rate",
-               "throughput_per_worker"]
+    columns = [
+        "trial_id",
+        "num_workers",
+        "timed_s",
+        "timed_samples",
+        "timed_source",
+        "warmup_s",
+        "timed_rate",
+        "throughput_per_worker",
+    ]
     rows = trials.loc[trials["trial_id"].isin(group.trial_ids), columns].sort_values(["num_workers", "trial_id"])
     rows = rows.astype({"num_workers": int})
     base = int(rows["num_workers"].min())

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-STRAGGLER_COLUMNS = ["trial_id", "ranks", "slowest_rank", "straggler_basis", "straggler_ratio", "slowdown_achieved", "others_wait_ms",
-                     "straggler_cost_fraction"]
+STRAGGLER_COLUMNS = [
+    "trial_id",
+    "ranks",
+    "slowest_rank",
+    "straggler_basis",
+    "straggler_ratio",
+    "slowdown_achieved",
+    "others_wait_ms",
+    "straggler_cost_fraction",
+]
 
 
 RATIO_WORTH_NAMING = 1.05  # a slowest rank within 5% of the others is run-to-run noise, not a straggler
@@ -34,7 +42,8 @@ def straggler_row(trial_id: str, ranks: pd.DataFrame, step_time_ms: float | None
         "slowest_rank": int(slowest["rank"]),
         "straggler_basis": basis,
         "straggler_ratio": float(slowest[basis] / others_median) if others_median > 0 else float("nan"),
-        "slowdown_achieved": float(slowest["slowdown_achieved"]) if pd.notna(slowest["slowdown_achieved"])
+        "slowdown_achieved": float(slowest["slowdown_achieved"])
+        if pd.notna(slowest["slowdown_achieved"])
         else float("nan"),
         "others_wait_ms": others_wait,
         "straggler_cost_fraction": others_wait / step if step > 0 and pd.notna(others_wait) else float("nan"),
@@ -44,7 +53,9 @@ def straggler_row(trial_id: str, ranks: pd.DataFrame, step_time_ms: float | None
 def stragglers(trials: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
     """One row per trial with at least two ranks measured."""
     step_times = trials.set_index("trial_id")["step_time_ms"].to_dict()
-    rows = [straggler_row(trial_id, part, step_times.get(trial_id))
-            for trial_id, part in ranks.dropna(subset=["step_time_ms"]).groupby("trial_id", sort=True)
-            if len(part) >= 2]
+    rows = [
+        straggler_row(trial_id, part, step_times.get(trial_id))
+        for trial_id, part in ranks.dropna(subset=["step_time_ms"]).groupby("trial_id", sort=True)
+        if len(part) >= 2
+    ]
     return pd.DataFrame(rows, columns=STRAGGLER_COLUMNS)

@@ -100,11 +100,13 @@ def render_html(blocks: list[Block], title: str) -> str:
                 f"<figcaption>{inline_html(block.caption)}</figcaption></figure>"
             )
     style = (
-        "*{box-sizing:border-box}body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;line-height:1.4}"
+        "*{box-sizing:border-box}"
+        "body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;line-height:1.4}"
         "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}"
         "th,td{border:1px solid #ccc;padding:0.25em 0.6em;text-align:right}th{background:#f3f3f3}"
         ".scroll{overflow-x:auto;max-width:100%}code{overflow-wrap:anywhere}p,li{overflow-wrap:anywhere}"
-        "img{max-width:100%;height:auto}figcaption{font-style:italic;color:#555}code{background:#f3f3f3;padding:0 0.2em}"
+        "img{max-width:100%;height:auto}figcaption{font-style:italic;color:#555}"
+        "code{background:#f3f3f3;padding:0 0.2em}"
     )
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'

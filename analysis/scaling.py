@@ -9,7 +9,6 @@ import pandas as pd
 
 from analysis.groups import Group
 
-
 MIN_FIT_WORKER_COUNTS = 3  # a two-parameter curve through two worker counts is exact and shows nothing
 
 

@@ -198,7 +198,7 @@ def throughput_figure(series: list[Series]) -> Figure | str:
         ylim=(0, None),
     )
     log2_axis(axes, [v for r in drawn for v in r.points["micro_batch_per_worker"]])
-    axes.legend(fontsize="small", loc="lower right")
+    axes.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     return figure
 
 

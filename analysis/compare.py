@@ -77,7 +77,7 @@ def matching_ratios(base: SweepAnalysis, other: SweepAnalysis) -> pd.DataFrame:
         )
 
     left, right = medians(base), medians(other)
-    both = left.join(right, how="inner", lsuffix="_base", rsuffix="_other")
+    both = left.merge(right, left_index=True, right_index=True, suffixes=("_base", "_other"))
     if both.empty:
         return pd.DataFrame()
 

@@ -12,9 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis import AnalysisError, analyze
+from analysis import AnalysisError, analyze, compare
 from analysis.__main__ import main
 from analysis.batch import knee_index
+from analysis.compare import matching_ratios
 from analysis.compute import compute
 from analysis.findings import headlines
 from analysis.groups import BATCH, STRONG, find_groups
@@ -772,3 +773,16 @@ def test_a_single_trial_sweep_gets_a_report(tmp_path):
     text = report.read_text(encoding="utf-8")
     assert "No comparison: every group has one value" in text and "epochs.png" in text
     assert "Not analysed (one value of the swept quantity): strong: S1; batch: B1." in text
+
+
+def test_two_sweeps_compare_side_by_side_with_ratios_of_matching_trials(tmp_path, capsys):
+    slow = strong_sweep(tmp_path, amdahl_times(0.1, [1, 2, 4]), name="slow")
+    fast = strong_sweep(tmp_path, {n: t / 2 for n, t in amdahl_times(0.1, [1, 2, 4]).items()}, name="fast")
+    assert main([str(slow), str(fast), "--out", str(tmp_path / "both")]) == 0
+    text = (tmp_path / "both" / "report.md").read_text(encoding="utf-8")
+    assert "# Comparison: slow (cpu), fast (cpu)" in text and "speedup.png" in text
+    ratios = matching_ratios(*(compute(load_sweep(s)) for s in (slow, fast)))
+    assert ratios["num_workers"].tolist() == [1, 2, 4]
+    assert ratios["throughput ratio"].to_numpy() == pytest.approx([2.0] * 3)
+    with pytest.raises(AnalysisError, match="two or more sweeps"):
+        compare([slow])

@@ -144,6 +144,11 @@ def per_trial_table(
     )
 
 
+# What differs between a sequence-parallel trial and data parallelism alone on the same workers: the split
+# itself and the global batch (fewer data-parallel ranks), besides seeds and paths.
+SP_MOVES = frozenset({"sequence_parallel", "global_batch", "seed", "data_dir"})
+
+
 def sequence_parallel_pairs(trials: pd.DataFrame) -> pd.DataFrame:
     """Each sequence-parallel configuration beside the data-parallel-only trials with the same other parameters and
     worker count: per-rank peak memory and throughput per GPU (medians over repeats)."""
@@ -154,7 +159,7 @@ def sequence_parallel_pairs(trials: pd.DataFrame) -> pd.DataFrame:
     def key(row: pd.Series) -> str:
         params = trial_params(row)
         return json.dumps(
-            {k: v for k, v in params.items() if k not in ("sequence_parallel", "seed", "data_dir")},
+            {k: v for k, v in params.items() if k not in SP_MOVES},
             sort_keys=True,
             default=str,
         )

@@ -786,3 +786,73 @@ def test_two_sweeps_compare_side_by_side_with_ratios_of_matching_trials(tmp_path
     assert ratios["throughput ratio"].to_numpy() == pytest.approx([2.0] * 3)
     with pytest.raises(AnalysisError, match="two or more sweeps"):
         compare([slow])
+
+
+def test_energy_max_batch_economy_and_sequence_parallel_are_reported_when_present(tmp_path):
+    store = ResultStore(tmp_path, "extras")
+    for mb, rate, joules in ((16, 500.0, 0.8), (32, 900.0, 0.5), (64, 950.0, 0.6)):
+        add_trial(
+            store,
+            f"b{mb}",
+            num_workers=2,
+            micro_batch_per_worker=mb,
+            global_batch=2 * mb,
+            data_scaling="per_worker",
+            samples_per_epoch=2048,
+            train_time_s=4096 / rate,
+            throughput=rate,
+            throughput_per_worker=rate / 2,
+            joules_per_sample=joules,
+            mfu=0.31,
+            peak_mem_gib=mb / 16,
+        )
+    add_trial(
+        store,
+        "sp2",
+        num_workers=2,
+        sequence_parallel=2,
+        micro_batch_per_worker=32,
+        global_batch=32,
+        data_scaling="per_worker",
+        samples_per_epoch=2048,
+        train_time_s=8.0,
+        throughput=400.0,
+        throughput_per_worker=200.0,
+        peak_mem_gib=1.25,
+    )
+    (store.root / "max_batch").mkdir()
+    pq.write_table(
+        pa.table(
+            {
+                "configuration": ["vit_micro fp32"],
+                "largest_micro_batch": [512],
+                "peak_mem_gib": [7.5],
+                "throughput": [1234.0],
+            }
+        ),
+        store.root / "max_batch" / "m.parquet",
+    )
+    (store.root / "sweep.json").write_text(
+        json.dumps(
+            {
+                "description": "which batch?",
+                "economy": {
+                    "wall_s": 100.0,
+                    "duty_cycle": 0.42,
+                    "median_setup_s": 3.0,
+                    "median_later_setup_s": 1.5,
+                    "devices": 2,
+                },
+            }
+        )
+    )
+    analysis = compute(load_sweep(store.root))
+    (pair,) = analysis.sequence_parallel.to_dict("records")
+    assert (pair["sp_peak_mem_gib"], pair["dp_peak_mem_gib"]) == (1.25, 2.0)
+    assert (pair["sp_throughput_per_gpu"], pair["dp_throughput_per_gpu"]) == (200.0, 450.0)
+    text = analyze(store.root).read_text(encoding="utf-8")
+    assert "**Question:** which batch?" in text
+    assert "Fewest joules per sample: micro batch 32 (0.5 J/sample" in text and "joules_per_sample.png" in text
+    assert "| vit_micro fp32 | 512 | 7.5 | 1234 |" in text
+    assert "Duty cycle 42%" in text and "median trial setup 3 s (1.5 s after the first)" in text
+    assert "| mfu |" in text or "mfu" in text.split("## Trials")[1]

@@ -13,10 +13,13 @@ POINT_METRICS = (
     "global_batch",
     "throughput_per_worker",
     "peak_mem_gib",
-    "comm_fraction",
+    "comm_exposed_ms",
+    "step_time_ms",
     "data_wait_fraction",
     "val_accuracy",
     "final_loss",
+    "mfu",
+    "joules_per_sample",
 )
 
 
@@ -26,6 +29,18 @@ class BatchResult:
     points: pd.DataFrame  # one row per micro batch, metrics averaged over its trials
     knee: pd.Series  # the point at the knee
     peak: pd.Series  # the point with the best throughput per worker
+
+    @property
+    def knee_within_spread(self) -> bool:
+        """Whether the knee's and the peak's throughput ranges over repeats overlap: then they cannot be told apart."""
+        knee, peak = self.knee, self.peak
+        return bool(
+            knee.micro_batch_per_worker != peak.micro_batch_per_worker and knee.throughput_max >= peak.throughput_min
+        )
+
+    @property
+    def has_repeats(self) -> bool:
+        return bool((self.points["trials"] > 1).any())
 
     @property
     def recommendation(self) -> str:
@@ -48,8 +63,12 @@ class BatchResult:
 
 def batch_points(trials: pd.DataFrame, group: Group) -> pd.DataFrame:
     rows = trials[trials["trial_id"].isin(group.trial_ids)]
-    points = rows.groupby("micro_batch_per_worker")[list(POINT_METRICS)].mean()
-    points["trials"] = rows.groupby("micro_batch_per_worker").size()
+    # Repeats (other seeds) of one micro batch: the median, with the spread of the throughput beside it.
+    by_batch = rows.groupby("micro_batch_per_worker")
+    points = by_batch[list(POINT_METRICS)].median()
+    points["throughput_min"] = by_batch["throughput_per_worker"].min()
+    points["throughput_max"] = by_batch["throughput_per_worker"].max()
+    points["trials"] = by_batch.size()
     return points.reset_index().sort_values("micro_batch_per_worker", ignore_index=True)
 
 

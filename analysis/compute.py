@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.accuracy import DEFAULT_TARGET_SHARE, check_target, default_target, time_to_accuracy
+from analysis.accuracy import DEFAULT_TARGET_SHARE, check_target, clock_column, default_target, time_to_accuracy
 from analysis.batch import BatchResult, batch_analysis
-from analysis.errors import AnalysisError
-from analysis.groups import BATCH, COMPARISONS, STRONG, WEAK, Group, find_groups, group_column
+from analysis.communication import exposed_communication
+from analysis.groups import BATCH, COMPARISONS, STRONG, WEAK, Group, find_groups, group_column, trial_params
 from analysis.load import SweepData
 from analysis.scaling import ScalingResult, strong_scaling, weak_scaling
 from analysis.stragglers import stragglers
@@ -19,19 +20,31 @@ TRIAL_COLUMNS = [
     "model",
     "data_scaling",
     "num_workers",
+    "sequence_parallel",
     "micro_batch_per_worker",
+    "grad_accum_steps",
     "global_batch",
+    "seed",
     "train_time_s",
+    "warmup_s",
+    "timed_steps",
+    "timed_s",
+    "timed_samples",
+    "timed_source",
     "throughput",
     "throughput_per_worker",
     "step_time_ms",
-    "comm_time_ms",
-    "comm_fraction",
+    "comm_kernel_ms",
+    "comm_overlap",
+    "allreduce_probe_ms",
     "data_wait_fraction",
     "peak_mem_gib",
+    "mfu",
+    "joules_per_sample",
     "final_loss",
     "val_accuracy",
 ]
+MIN_TIMED_STEPS = 5  # fewer timed optimizer steps than this make a rate that one slow step can move
 
 
 @dataclass
@@ -46,6 +59,22 @@ class SweepAnalysis:
     target_source: str
     per_trial: pd.DataFrame  # one row per completed trial: group ids and derived metrics
 
+    sequence_parallel: pd.DataFrame  # SP trials beside data parallelism alone at the same worker count
+
+    @property
+    def accuracy_clock(self) -> str:
+        return clock_column(self.data.epochs)
+
+    @property
+    def comparable(self) -> bool:
+        """Whether any group has two values of its swept quantity (otherwise the report shows trials only)."""
+        return any(g.comparable for kind in self.groups.values() for g in kind)
+
+    @property
+    def short_timed(self) -> pd.DataFrame:
+        """Trials that timed fewer than MIN_TIMED_STEPS optimizer steps."""
+        return self.per_trial[self.per_trial["timed_steps"] < MIN_TIMED_STEPS]
+
     # The headline group is the one with the most points; max() keeps the first of equals.
     def best_strong(self) -> ScalingResult | None:
         return max(self.strong, key=lambda r: r.group.points, default=None)
@@ -58,16 +87,11 @@ class SweepAnalysis:
 
 
 def compute(data: SweepData, target: float | None = None) -> SweepAnalysis:
-    """All analyses; raise ``AnalysisError`` when no group has two points to compare."""
+    """All analyses; a sweep without two comparable points gets its trials' figures and no comparison."""
     if target is not None:
         check_target(target)
-    trials = data.trials
+    trials = data.trials.assign(comm_exposed_ms=exposed_communication(data.trials))
     groups = {c.kind: find_groups(trials, c) for c in COMPARISONS}
-    if not any(g.comparable for kind in groups.values() for g in kind):
-        raise AnalysisError(
-            f"nothing to compare in {data.sweep_dir}: every group has a single point "
-            f"({len(trials)} completed trial(s)); sweep num_workers or micro_batch_per_worker with the rest fixed"
-        )
     strong = [strong_scaling(trials, g) for g in groups[STRONG.kind] if g.comparable]
     weak = [weak_scaling(trials, g) for g in groups[WEAK.kind] if g.comparable]
     batch = [batch_analysis(trials, g) for g in groups[BATCH.kind] if g.comparable]
@@ -79,19 +103,23 @@ def compute(data: SweepData, target: float | None = None) -> SweepAnalysis:
         target = default_target(data.epochs)
         source = f"{DEFAULT_TARGET_SHARE:.0%} of the best validation accuracy in the sweep"
     lagging = stragglers(trials, data.ranks)
-    per_trial = per_trial_table(data, groups, strong + weak, lagging, target)
-    return SweepAnalysis(data, groups, strong, weak, batch, lagging, target, source, per_trial)
+    per_trial = per_trial_table(trials, data.epochs, groups, strong + weak, lagging, target)
+    return SweepAnalysis(
+        data, groups, strong, weak, batch, lagging, target, source, per_trial, sequence_parallel_pairs(trials)
+    )
 
 
 def per_trial_table(
-    data: SweepData,
+    trials: pd.DataFrame,
+    epochs: pd.DataFrame,
     groups: dict[str, list[Group]],
     scaling: list[ScalingResult],
     lagging: pd.DataFrame,
     target: float | None,
 ) -> pd.DataFrame:
-    trials = data.trials
     table = trials[TRIAL_COLUMNS].copy()
+    table["allreduce_probe_ms"] = table["allreduce_probe_ms"].fillna(trials["comm_time_ms"])  # its old name
+    table.insert(table.columns.get_loc("comm_kernel_ms"), "comm_exposed_ms", trials["comm_exposed_ms"])
     table.insert(1, "scaling_group", group_column(trials, groups[STRONG.kind] + groups[WEAK.kind]))
     table.insert(2, "batch_group", group_column(trials, groups[BATCH.kind]))
     derived = ["speedup", "efficiency", "karp_flatt", "scaled_speedup", "gustafson_speedup"]
@@ -106,7 +134,7 @@ def per_trial_table(
     metrics = metrics.astype({"base_workers": "Int64", **{c: float for c in derived}})
     table = table.merge(metrics, on="trial_id", how="left")
     table = table.merge(lagging.drop(columns=["ranks"]), on="trial_id", how="left")
-    reached = time_to_accuracy(list(trials["trial_id"]), data.epochs, target if target is not None else float("inf"))
+    reached = time_to_accuracy(list(trials["trial_id"]), epochs, target if target is not None else float("inf"))
     table = table.merge(reached, on="trial_id", how="left")
     table["target_accuracy"] = pd.Series(target, index=table.index, dtype=float)
     return table.sort_values(
@@ -114,3 +142,42 @@ def per_trial_table(
         na_position="last",
         ignore_index=True,
     )
+
+
+# What differs between a sequence-parallel trial and data parallelism alone on the same workers: the split
+# itself and the global batch (fewer data-parallel ranks), besides seeds and paths.
+SP_MOVES = frozenset({"sequence_parallel", "global_batch", "seed", "data_dir"})
+
+
+def sequence_parallel_pairs(trials: pd.DataFrame) -> pd.DataFrame:
+    """Each sequence-parallel configuration beside the data-parallel-only trials with the same other parameters and
+    worker count: per-rank peak memory and throughput per GPU (medians over repeats)."""
+    sp = trials["sequence_parallel"].fillna(1) > 1
+    if not sp.any():
+        return pd.DataFrame()
+
+    def key(row: pd.Series) -> str:
+        params = trial_params(row)
+        return json.dumps(
+            {k: v for k, v in params.items() if k not in SP_MOVES},
+            sort_keys=True,
+            default=str,
+        )
+
+    keys = trials.apply(key, axis=1)
+    rows = []
+    for text in sorted(set(keys[sp])):
+        mine = trials[sp & (keys == text)]
+        alone = trials[~sp & (keys == text)]
+        rows.append(
+            {
+                "workers": int(mine["num_workers"].iloc[0]),
+                "sequence_parallel": int(mine["sequence_parallel"].median()),
+                "micro_batch_per_worker": int(mine["micro_batch_per_worker"].iloc[0]),
+                "sp_peak_mem_gib": float(mine["peak_mem_gib"].median()),
+                "dp_peak_mem_gib": float(alone["peak_mem_gib"].median()) if len(alone) else float("nan"),
+                "sp_throughput_per_gpu": float(mine["throughput_per_worker"].median()),
+                "dp_throughput_per_gpu": float(alone["throughput_per_worker"].median()) if len(alone) else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.compute import SweepAnalysis
+from analysis.compute import MIN_TIMED_STEPS, SweepAnalysis
+from analysis.scaling import MIN_FIT_WORKER_COUNTS, ScalingResult
+from analysis.stragglers import RATIO_WORTH_NAMING
 
 
 def left_out_sentence(analysis: SweepAnalysis) -> str:
@@ -16,21 +18,31 @@ def left_out_sentence(analysis: SweepAnalysis) -> str:
     )
 
 
+def spread(result: ScalingResult, metric: str, form: str) -> str:
+    """`` (range a–b over k repeats)`` where the largest worker count was repeated; nothing otherwise."""
+    if result.repeats_at_max < 2:
+        return ""
+    low, high = result.spread_at_max_workers(metric)
+    return f" (range {format(low, form)}–{format(high, form)} over {result.repeats_at_max} repeats)"
+
+
 def strong_finding(analysis: SweepAnalysis) -> str | None:
     result = analysis.best_strong()
     if result is None:
         return None
     top = result.at_max_workers()
     text = (
-        f"Strong scaling ({result.group.id}): {top.speedup:.2f}× speedup on {top.num_workers:g} workers "
-        f"vs {result.base_workers} ({top.efficiency:.0%} efficiency)"
+        f"Strong scaling ({result.group.id}, timed work): {top.speedup:.2f}×{spread(result, 'speedup', '.2f')} "
+        f"speedup on {top.num_workers:g} workers vs {result.base_workers} ({top.efficiency:.0%} efficiency)"
     )
     fit = result.amdahl
-    if fit is not None:
+    if fit is None:
+        text += f"; no Amdahl fit: {result.worker_counts} worker count(s), a fit needs {MIN_FIT_WORKER_COUNTS}"
+    else:
         bound = f", so speedup is bounded by 1/f = {fit.max_speedup:.1f}×" if fit.max_speedup else ""
         text += (
-            f"; Amdahl serial fraction f = {fit.serial_fraction:.3f} "
-            f"(RMS residual {fit.rms_residual_s:.3g} s over {fit.points} trials){bound}"
+            f"; Amdahl serial fraction f = {fit.serial_fraction:.3f} (RMS residual {fit.rms_residual_s:.3g} s, "
+            f"{fit.degrees_of_freedom} degree(s) of freedom){bound}"
         )
     return text + "."
 
@@ -41,44 +53,64 @@ def weak_finding(analysis: SweepAnalysis) -> str | None:
         return None
     top = result.at_max_workers()
     text = (
-        f"Weak scaling ({result.group.id}): {top.efficiency:.0%} efficiency at {top.num_workers:g} workers "
-        f"vs {result.base_workers}, {top.throughput_per_worker:.4g} samples/s per worker"
+        f"Weak scaling ({result.group.id}, timed work): {top.efficiency:.0%}{spread(result, 'efficiency', '.0%')} "
+        f"efficiency at {top.num_workers:g} workers vs {result.base_workers}, "
+        f"{top.throughput_per_worker:.4g} samples/s per worker"
     )
-    if result.gustafson_alpha is not None:
+    fit = result.gustafson
+    if fit is None:
+        text += f"; no Gustafson fit: {result.worker_counts} worker count(s), a fit needs {MIN_FIT_WORKER_COUNTS}"
+    else:
         text += (
-            f"; Gustafson serial fraction α = {result.gustafson_alpha:.3f}, "
-            f"scaled speedup {top.gustafson_speedup:.2f}× (measured {top.scaled_speedup:.2f}×)"
+            f"; Gustafson serial fraction α = {fit.alpha:.3f} (RMS residual {fit.rms_residual:.3g}, "
+            f"{fit.degrees_of_freedom} degree(s) of freedom), scaled speedup {top.gustafson_speedup:.2f}× "
+            f"(measured {top.scaled_speedup:.2f}×)"
         )
     return text + "."
 
 
 def batch_finding(analysis: SweepAnalysis) -> str | None:
     result = analysis.best_batch()
-    return None if result is None else f"Batch size ({result.group.id}): {result.recommendation}."
+    if result is None:
+        return None
+    text = f"Batch size ({result.group.id}): {result.recommendation}"
+    if result.knee_within_spread:
+        text += "; the knee's and the peak's throughput overlap over repeats, so they are not told apart"
+    elif not result.has_repeats:
+        text += "; single runs per batch: differences within run-to-run noise (often 10–20%) are not established"
+    return text + "."
 
 
 def comm_finding(analysis: SweepAnalysis) -> str | None:
-    trials = analysis.per_trial.dropna(subset=["comm_fraction"])
-    if trials.empty:
+    """Exposed communication, only where some trial's step is measurably slower than its 1-rank match."""
+    trials = analysis.per_trial.dropna(subset=["comm_exposed_ms", "step_time_ms"])
+    if trials.empty or not (trials["comm_exposed_ms"] > 0).any():
         return None
-    worst = trials.loc[trials["comm_fraction"].idxmax()]
+    worst = trials.loc[trials["comm_exposed_ms"].idxmax()]
     return (
-        f"Communication: the gradient all-reduce takes up to {worst.comm_fraction:.0%} of the step time "
-        f"(trial {worst.trial_id}: {worst.num_workers:g} workers, micro batch {worst.micro_batch_per_worker:g}); "
-        f"median {trials['comm_fraction'].median():.0%}."
+        f"Communication: a multi-rank step takes up to {worst.comm_exposed_ms:.3g} ms more than the same step on "
+        f"one rank ({worst.comm_exposed_ms / worst.step_time_ms:.0%} of its {worst.step_time_ms:.3g} ms step; "
+        f"trial {worst.trial_id}: {worst.num_workers:g} workers, micro batch {worst.micro_batch_per_worker:g})."
     )
 
 
 def straggler_finding(analysis: SweepAnalysis) -> str | None:
+    """The worst straggler, only where it stands out: slowed ranks set, or a ratio past noise."""
     lagging = analysis.stragglers
+    slowed = set(analysis.data.trials.loc[analysis.data.trials["slow_ranks"].fillna("") != "", "trial_id"])
+    lagging = lagging[lagging["trial_id"].isin(slowed) | (lagging["straggler_ratio"] >= RATIO_WORTH_NAMING)]
     if lagging.empty:
         return None
     worst = lagging.loc[lagging["straggler_ratio"].idxmax()]
     cost = f" ({worst.straggler_cost_fraction:.0%} of the step)" if pd.notna(worst.straggler_cost_fraction) else ""
+    wait = (
+        f"; the other ranks wait {worst.others_wait_ms:.3g} ms per step for it{cost}"
+        if pd.notna(worst.others_wait_ms)
+        else ""
+    )
     return (
         f"Stragglers: worst in trial {worst.trial_id}, rank {worst.slowest_rank} is "
-        f"{worst.straggler_ratio:.2f}× the median rank's {worst.straggler_basis}; the other ranks wait "
-        f"{worst.others_wait_ms:.3g} ms per step for it{cost}."
+        f"{worst.straggler_ratio:.2f}× the median of the other ranks' {worst.straggler_basis}{wait}."
     )
 
 
@@ -100,4 +132,23 @@ def accuracy_finding(analysis: SweepAnalysis) -> str | None:
 
 def headlines(analysis: SweepAnalysis) -> list[str]:
     findings = (strong_finding, weak_finding, batch_finding, comm_finding, straggler_finding, accuracy_finding)
-    return [text for text in (f(analysis) for f in findings) if text]
+    texts = [text for text in (f(analysis) for f in findings) if text]
+    return texts + caveats(analysis)
+
+
+def caveats(analysis: SweepAnalysis) -> list[str]:
+    """What the figures above rest on: short timings, timed seconds derived from an older table."""
+    notes = []
+    short = analysis.short_timed
+    if not short.empty:
+        notes.append(
+            f"Warning: {len(short)} trial(s) timed fewer than {MIN_TIMED_STEPS} optimizer steps "
+            f"({', '.join(short['trial_id'])}); their rates rest on few steps."
+        )
+    derived = analysis.per_trial["timed_source"] != "timed_s"
+    if derived.any():
+        notes.append(
+            f"{int(derived.sum())} trial(s) come from a table without `timed_s`: timed seconds are derived "
+            "as samples / throughput."
+        )
+    return notes

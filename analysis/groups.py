@@ -2,39 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import pandas as pd
 
-# What a trial was configured to run.
-CONFIG_COLUMNS = (
-    "model",
-    "dataset",
-    "image_size",
-    "device",
-    "precision",
-    "engine",
-    "zero_stage",
-    "optimizer",
-    "lr",
-    "compile",
-    "num_workers",
-    "micro_batch_per_worker",
-    "grad_accum_steps",
-    "global_batch",
-    "placement_strategy",
-    "data_scaling",
-    "slow_ranks",
-    "slow_factor",
-    "samples_per_epoch",
-    "epochs",
-)
+from raysweep.params import TrialParams
+
+# Parameters that never make two trials different experiments: where the data lives, and the seed
+# (trials differing only in seed are repeats of one configuration).
+NOT_A_DIFFERENCE = frozenset({"data_dir", "seed"})
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """One kind of comparison: the swept column and the derived columns that move with it."""
+    """One kind of comparison: the swept parameter and the parameters that move with it."""
 
     kind: str  # strong | weak | batch
     prefix: str  # group ids are prefix + number, e.g. S1
@@ -43,16 +26,17 @@ class Comparison:
     data_scaling: str | None  # only rows with this data_scaling; None = all rows
     measured: str  # rows without a positive value here have nothing to compare and are skipped
 
-    @property
-    def key_columns(self) -> tuple[str, ...]:
-        return tuple(c for c in CONFIG_COLUMNS if c != self.swept and c not in self.derived)
+    def key_of(self, params: dict[str, object]) -> dict[str, object]:
+        """The grouping key: every trial parameter less the swept one, what moves with it and the seed."""
+        dropped = {self.swept, *self.derived, *NOT_A_DIFFERENCE}
+        return {k: params[k] for k in sorted(params) if k not in dropped}
 
 
 # Strong scaling fixes the global batch, so the micro batch is derived from it; weak scaling fixes the
 # micro batch, so the global batch and the samples per epoch grow with the workers; a batch sweep moves
-# the global batch (and, with a fixed global batch, the accumulation) and the rounding of samples per epoch.
-STRONG = Comparison("strong", "S", "num_workers", ("micro_batch_per_worker",), "fixed", "train_time_s")
-WEAK = Comparison("weak", "W", "num_workers", ("global_batch", "samples_per_epoch"), "per_worker", "train_time_s")
+# the global batch (and, with a fixed global batch, the accumulation).
+STRONG = Comparison("strong", "S", "num_workers", ("micro_batch_per_worker",), "fixed", "timed_s")
+WEAK = Comparison("weak", "W", "num_workers", ("global_batch", "samples_per_epoch"), "per_worker", "timed_s")
 BATCH = Comparison(
     "batch",
     "B",
@@ -62,6 +46,15 @@ BATCH = Comparison(
     "throughput_per_worker",
 )
 COMPARISONS = (STRONG, WEAK, BATCH)
+PARAMETER_NAMES = tuple(f.name for f in fields(TrialParams))
+
+
+def trial_params(row: pd.Series) -> dict[str, object]:
+    """A trial's parameters: its ``params_json``, or for rows without one its columns named like TrialParams fields."""
+    text = row.get("params_json")
+    if isinstance(text, str) and text:
+        return {k: plain(v) for k, v in json.loads(text).items()}
+    return {k: plain(row[k]) for k in PARAMETER_NAMES if k in row.index}
 
 
 @dataclass
@@ -101,20 +94,22 @@ def find_groups(trials: pd.DataFrame, comparison: Comparison) -> list[Group]:
     """Groups of the comparison in a stable order; rows lacking the swept or the measured value are skipped."""
     rows = trials if comparison.data_scaling is None else trials[trials["data_scaling"] == comparison.data_scaling]
     rows = rows[rows[comparison.swept].notna() & (rows[comparison.measured] > 0)]
-    columns = list(comparison.key_columns)
-    keys = pd.DataFrame({c: [plain(v) for v in rows[c]] for c in columns}, index=rows.index, dtype=object)
-    keys["lr"] = lr_keys(keys, rows)
-    members: dict[tuple, list[int]] = {}
-    for index, values in zip(keys.index, keys.itertuples(index=False)):
-        members.setdefault(tuple(values), []).append(index)
+    members: dict[str, list[int]] = {}
+    keys: dict[str, dict[str, object]] = {}
+    for index, row in rows.iterrows():
+        key = comparison.key_of(trial_params(row))
+        text = json.dumps(key, sort_keys=True, default=str)
+        keys[text] = key
+        members.setdefault(text, []).append(index)
     groups = []
-    for number, key in enumerate(sorted(members, key=lambda k: tuple(map(natural_order, k))), start=1):
-        part = trials.loc[members[key]]
+    ordered = sorted(members, key=lambda t: tuple(natural_order(v) for v in keys[t].values()))
+    for number, text in enumerate(ordered, start=1):
+        part = trials.loc[members[text]]
         groups.append(
             Group(
                 id=f"{comparison.prefix}{number}",
                 comparison=comparison,
-                key=dict(zip(comparison.key_columns, key)),
+                key=keys[text],
                 trial_ids=list(part["trial_id"]),
                 swept_values=sorted({float(v) for v in part[comparison.swept]}),
             )
@@ -122,35 +117,14 @@ def find_groups(trials: pd.DataFrame, comparison: Comparison) -> list[Group]:
     return groups
 
 
-def lr_keys(keys: pd.DataFrame, rows: pd.DataFrame) -> pd.Series:
-    """The learning rate as a group key: ``rule`` where every row of the would-be group follows the batch rule.
-
-    The rule makes the rate move with the global batch, which weak scaling and batch sweeps change,
-    so the raw rate would split rows that differ in the swept quantity alone. Deciding per group,
-    not per row, keeps a fixed explicit rate that happens to equal the rule at one batch together;
-    with a single global batch the raw rate already groups correctly and is kept.
-    """
-    others = keys.drop(columns="lr")
-    members: dict[tuple, list[int]] = {}
-    for index, values in zip(others.index, others.itertuples(index=False)):
-        members.setdefault(tuple(values), []).append(index)
-    lr = keys["lr"].copy()
-    for indices in members.values():
-        if rows.loc[indices, "lr_follows_rule"].all() and rows.loc[indices, "global_batch"].nunique() > 1:
-            lr[indices] = "rule"
-    return lr
-
-
 def varying_columns(groups: list[Group]) -> list[str]:
     """Key columns whose values differ between the groups: the ones worth naming in a group's label."""
-    if not groups:
-        return []
-    columns = groups[0].comparison.key_columns
-    return [c for c in columns if len({str(g.key[c]) for g in groups}) > 1]
+    columns = sorted({c for g in groups for c in g.key})
+    return [c for c in columns if len({str(g.key.get(c)) for g in groups}) > 1]
 
 
 def group_label(group: Group, columns: list[str]) -> str:
-    return ", ".join(f"{c}={group.key[c]}" for c in columns) or "all rows"
+    return ", ".join(f"{c}={group.key.get(c)}" for c in columns) or "all rows"
 
 
 def group_column(trials: pd.DataFrame, groups: list[Group]) -> pd.Series:

@@ -91,7 +91,8 @@ def render_html(blocks: list[Block], title: str) -> str:
         elif isinstance(block, Table):
             head = "".join(f"<th>{html.escape(c)}</th>" for c in block.columns)
             body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)
-            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            # A wide table scrolls inside its own box, so the page itself never scrolls sideways.
+            out.append(f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
         else:
             data = base64.b64encode(block.path.read_bytes()).decode("ascii")
             out.append(
@@ -99,10 +100,13 @@ def render_html(blocks: list[Block], title: str) -> str:
                 f"<figcaption>{inline_html(block.caption)}</figcaption></figure>"
             )
     style = (
+        "*{box-sizing:border-box}"
         "body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;line-height:1.4}"
         "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}"
         "th,td{border:1px solid #ccc;padding:0.25em 0.6em;text-align:right}th{background:#f3f3f3}"
-        "img{max-width:100%}figcaption{font-style:italic;color:#555}code{background:#f3f3f3;padding:0 0.2em}"
+        ".scroll{overflow-x:auto;max-width:100%}code{overflow-wrap:anywhere}p,li{overflow-wrap:anywhere}"
+        "img{max-width:100%;height:auto}figcaption{font-style:italic;color:#555}"
+        "code{background:#f3f3f3;padding:0 0.2em}"
     )
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'

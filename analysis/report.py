@@ -1,4 +1,4 @@
-"""What report.md and report.html say, in reading order: headline findings, then tables and plots."""
+"""What report.md and report.html say, in reading order: the one-screen summary, then details."""
 
 from __future__ import annotations
 
@@ -7,35 +7,39 @@ import pandas as pd
 from analysis.batch import KNEE_FRACTION
 from analysis.compute import SweepAnalysis
 from analysis.findings import headlines, left_out_sentence
-from analysis.groups import COMPARISONS, group_label, varying_columns
-from analysis.plots import Plots
+from analysis.groups import COMPARISONS
+from analysis.paper import paper_beside_us
+from analysis.plots import HEADLINES, Plots
 from analysis.render import Block, Bullets, Heading, Image, Paragraph, Table
 
 TOP_ROWS = 15  # longer per-trial tables are cut here; scaling.parquet has every row
 
 CAPTIONS = {
-    "speedup": "Strong-scaling speedup vs workers; dotted: ideal linear speedup, solid: Amdahl fit",
-    "efficiency": "Parallel efficiency vs workers (strong: S·base/n, weak: T(base)/T(n)); dotted: ideal 100%",
-    "batch_throughput": "Throughput per worker vs micro batch and global batch; star: knee",
-    "batch_overheads": "Share of step time in the gradient all-reduce and waiting for data, stacked, vs micro batch",
+    "speedup": "Strong scaling from timed work: speedup (left; dotted: ideal linear, thick: Amdahl fit) and "
+    "efficiency S·base/n (right; dotted: ideal 100%) vs workers; faint markers: single trials",
+    "efficiency": "Weak-scaling efficiency (scaled speedup / p) vs workers; dotted: ideal 100%",
+    "weak_throughput": "Weak scaling: throughput per worker vs workers",
+    "batch_throughput": "Throughput per worker (left axis, line; bars: range over repeats) and peak memory "
+    "(right axis, dashed) vs micro batch; star: knee",
+    "batch_overheads": "Exposed communication and data wait as shares of the step, vs micro batch",
     "batch_accuracy": "Validation accuracy and final training loss vs micro batch",
-    "time_to_accuracy": "Wall time to the target validation accuracy, per trial",
+    "joules_per_sample": "Energy per trained sample (NVML, timed window) vs micro batch",
+    "time_to_accuracy": "Training time to the target validation accuracy, per trial",
+    "epochs": "Per-epoch training loss and validation accuracy of every trial",
 }
 
 
 def build_report(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
-    blocks: list[Block] = [
-        Heading(f"Sweep {analysis.data.name}: scaling and batch-size report", 1),
-        Paragraph(left_out_sentence(analysis)),
-        Heading("Headline findings"),
-        Bullets(headlines(analysis)),
-    ]
-    blocks += group_section(analysis)
+    blocks: list[Block] = [Heading(f"Sweep {analysis.data.name}: scaling and batch-size report", 1)]
+    blocks += summary_section(analysis, plots)
     blocks += strong_section(analysis, plots)
     blocks += weak_section(analysis, plots)
     blocks += batch_section(analysis, plots)
-    blocks += comm_section(analysis)
+    blocks += comm_section(analysis, plots)
     blocks += accuracy_section(analysis, plots)
+    blocks += trials_section(analysis, plots)
+    blocks += economy_section(analysis)
+    blocks += unanalysed_section(analysis)
     if plots.skipped:
         blocks += [Heading("Plots not made"), Bullets([f"`{name}`: {why}" for name, why in plots.skipped.items()])]
     blocks += [
@@ -51,8 +55,46 @@ def build_report(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     return blocks
 
 
+def summary_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
+    """The answer first: the question, the headline plot and the findings with their spread."""
+    blocks: list[Block] = [Heading("Summary")]
+    if analysis.data.question:
+        blocks.append(Paragraph(f"**Question:** {analysis.data.question}"))
+    blocks.append(Paragraph(left_out_sentence(analysis)))
+    headline = headline_plot(plots)
+    if headline:
+        blocks += images(plots, headline)
+    if not analysis.comparable:
+        blocks.append(
+            Paragraph(
+                "No comparison: every group has one value of its swept quantity. A comparison needs two or more trials "
+                "that differ only in `num_workers` (scaling) or `micro_batch_per_worker` (batch size)."
+            )
+        )
+    blocks += [Bullets(headlines(analysis) or ["No finding: the figures below hold no difference worth naming."])]
+    paper = paper_beside_us(analysis)
+    if paper:
+        blocks += [
+            Paragraph(
+                '**The paper beside us** ("Scaling Vision Transformers: Evaluating DeepSpeed for '
+                'Image-Centric Workloads"):'
+            ),
+            Bullets(paper),
+        ]
+    return blocks
+
+
 def images(plots: Plots, *names: str) -> list[Block]:
     return [Image(plots.made[n], CAPTIONS[n]) for n in names if n in plots.made]
+
+
+def headline_plot(plots: Plots) -> str | None:
+    return next((n for n in HEADLINES if n in plots.made), None)
+
+
+def detail_images(plots: Plots, *names: str) -> list[Block]:
+    """A section's figures, less the headline plot the summary already shows."""
+    return images(plots, *(n for n in names if n != headline_plot(plots)))
 
 
 def rounded(frame: pd.DataFrame, percent: tuple[str, ...] = ()) -> Table:
@@ -62,50 +104,28 @@ def rounded(frame: pd.DataFrame, percent: tuple[str, ...] = ()) -> Table:
     return Table.of(frame)
 
 
+def present(frame: pd.DataFrame, columns: list[str]) -> list[str]:
+    """Columns with at least one value: a column of nulls says nothing and only widens the table."""
+    return [c for c in columns if frame[c].notna().any()]
+
+
 def cut(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Block]]:
     if len(frame) <= TOP_ROWS:
         return frame, []
     return frame.head(TOP_ROWS), [Paragraph(f"First {TOP_ROWS} of {len(frame)} rows; all are in `scaling.parquet`.")]
 
 
-def group_section(analysis: SweepAnalysis) -> list[Block]:
-    blocks: list[Block] = [Heading("Groups")]
-    for comparison in COMPARISONS:
-        groups = analysis.groups[comparison.kind]
-        if not groups:
-            continue
-        scope = f"rows with data_scaling={comparison.data_scaling}" if comparison.data_scaling else "all rows"
-        ignored = ", ".join(f"`{c}`" for c in comparison.derived)
-        blocks.append(
-            Paragraph(
-                f"**{comparison.kind.capitalize()}** ({scope}) sweeps `{comparison.swept}`; a group is the rows "
-                f"equal in {', '.join(f'`{c}`' for c in comparison.key_columns)} ({ignored} move with the swept "
-                "value and are not compared)."
-            )
-        )
-        columns = varying_columns(groups)
-        blocks.append(
-            Table(
-                ["group", "differs by", f"{comparison.swept} values", "trials", "note"],
-                [
-                    [
-                        g.id,
-                        group_label(g, columns),
-                        ", ".join(f"{v:g}" for v in g.swept_values),
-                        str(len(g.trial_ids)),
-                        "" if g.comparable else "too few points (<2): not analysed",
-                    ]
-                    for g in groups
-                ],
-            )
-        )
-    return blocks
-
-
 def strong_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     if not analysis.strong:
         return []
-    blocks: list[Block] = [Heading("Strong scaling (fixed total samples)")]
+    blocks: list[Block] = [
+        Heading("Strong scaling (fixed total samples)"),
+        Paragraph(
+            "Speedup S = R(n) / R(base) of the timed rates R = `timed_samples` / `timed_s` (warm-up steps excluded; "
+            "`warmup_s` is shown beside, never inside); efficiency E = S · base / n; Karp–Flatt e = (1/S − 1/p) / "
+            "(1 − 1/p) at p = n / base; the Amdahl fit needs three or more worker counts."
+        ),
+    ]
     for result in analysis.strong:
         if not result.base_is_one:
             blocks.append(
@@ -115,38 +135,74 @@ def strong_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
                 )
             )
     fits = [
-        [r.group.id, str(r.base_workers)]
+        [r.group.id, str(r.base_workers), str(r.worker_counts)]
         + (
             [
                 f"{r.amdahl.serial_fraction:.4f}",
                 f"{r.amdahl.t1_s:.4g}",
                 f"{r.amdahl.rms_residual_s:.3g}",
+                str(r.amdahl.degrees_of_freedom),
                 f"{r.amdahl.max_speedup:.3g}×" if r.amdahl.max_speedup else "∞",
             ]
             if r.amdahl
-            else ["—"] * 4
+            else ["no fit (< 3 worker counts)", "—", "—", "—", "—"]
         )
         for r in analysis.strong
     ]
     blocks.append(
-        Table(["group", "base workers", "Amdahl f", "fitted T(1) [s]", "RMS residual [s]", "max speedup 1/f"], fits)
+        Table(
+            [
+                "group",
+                "base workers",
+                "worker counts",
+                "Amdahl f",
+                "fitted T(1) [s]",
+                "RMS residual [s]",
+                "dof",
+                "max speedup 1/f",
+            ],
+            fits,
+        )
     )
     rows = pd.concat([r.rows.assign(group=r.group.id) for r in analysis.strong], ignore_index=True)
-    rows = rows[["group", "trial_id", "num_workers", "train_time_s", "speedup", "efficiency", "karp_flatt"]]
+    rows = rows[
+        [
+            "group",
+            "trial_id",
+            "num_workers",
+            "timed_s",
+            "warmup_s",
+            "timed_source",
+            "speedup",
+            "efficiency",
+            "karp_flatt",
+        ]
+    ]
     rows, note = cut(rows)
-    blocks += [rounded(rows, ("efficiency",)), *note, *images(plots, "speedup", "efficiency")]
+    blocks += [rounded(rows, ("efficiency",)), *note, *detail_images(plots, "speedup")]
     return blocks
 
 
 def weak_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     if not analysis.weak:
         return []
-    blocks: list[Block] = [Heading("Weak scaling (samples per worker fixed)")]
+    blocks: list[Block] = [
+        Heading("Weak scaling (samples per worker fixed)"),
+        Paragraph(
+            "Scaled speedup = R(n) / R(base) of the timed rates; efficiency = scaled speedup / p; Gustafson "
+            "S = p − α (p − 1) fitted by least squares in α (three or more worker counts)."
+        ),
+    ]
     blocks.append(
         Table(
-            ["group", "base workers", "Gustafson α"],
+            ["group", "base workers", "worker counts", "Gustafson α", "RMS residual", "dof"],
             [
-                [r.group.id, str(r.base_workers), "—" if r.gustafson_alpha is None else f"{r.gustafson_alpha:.4f}"]
+                [r.group.id, str(r.base_workers), str(r.worker_counts)]
+                + (
+                    [f"{r.gustafson.alpha:.4f}", f"{r.gustafson.rms_residual:.3g}", str(r.gustafson.degrees_of_freedom)]
+                    if r.gustafson
+                    else ["no fit", "—", "—"]
+                )
                 for r in analysis.weak
             ],
         )
@@ -157,7 +213,8 @@ def weak_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
             "group",
             "trial_id",
             "num_workers",
-            "train_time_s",
+            "timed_s",
+            "warmup_s",
             "efficiency",
             "throughput_per_worker",
             "scaled_speedup",
@@ -166,9 +223,7 @@ def weak_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     ]
     rows, note = cut(rows)
     blocks += [rounded(rows, ("efficiency",)), *note]
-    if not analysis.strong:
-        blocks += images(plots, "efficiency")
-    return blocks
+    return blocks + detail_images(plots, "efficiency", "weak_throughput")
 
 
 def batch_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
@@ -178,66 +233,83 @@ def batch_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         Heading("Batch size"),
         Paragraph(
             f"The knee is the smallest micro batch reaching {KNEE_FRACTION:.0%} of the group's best throughput per "
-            "worker. Recommendation per group:"
+            "worker (medians over repeats). Recommendation per group:"
         ),
         Bullets([f"{r.group.id}: {r.recommendation}" for r in analysis.batch]),
     ]
     for result in analysis.batch:
-        points = result.points[
-            [
-                "micro_batch_per_worker",
-                "global_batch",
-                "throughput_per_worker",
-                "comm_fraction",
-                "data_wait_fraction",
-                "peak_mem_gib",
-                "val_accuracy",
-                "final_loss",
-                "trials",
-            ]
+        columns = [
+            "micro_batch_per_worker",
+            "global_batch",
+            "throughput_per_worker",
+            "throughput_min",
+            "throughput_max",
+            "peak_mem_gib",
+            "comm_exposed_ms",
+            "data_wait_fraction",
+            "mfu",
+            "joules_per_sample",
+            "val_accuracy",
+            "final_loss",
+            "trials",
         ]
+        points = result.points[present(result.points, columns)]
         blocks += [
             Paragraph(f"Group {result.group.id}:"),
-            rounded(points, ("comm_fraction", "data_wait_fraction", "val_accuracy")),
+            rounded(points, tuple(c for c in ("data_wait_fraction", "val_accuracy", "mfu") if c in points)),
         ]
-    return blocks + images(plots, "batch_throughput", "batch_overheads", "batch_accuracy")
-
-
-def comm_section(analysis: SweepAnalysis) -> list[Block]:
-    trials = analysis.per_trial
-    comm = trials.dropna(subset=["comm_fraction"]).sort_values("comm_fraction", ascending=False)
-    blocks: list[Block] = [Heading("Communication and stragglers")]
-    if comm.empty:
-        blocks.append(Paragraph("No trial recorded comm_fraction."))
-    else:
-        comm, note = cut(
-            comm[
-                [
-                    "trial_id",
-                    "num_workers",
-                    "micro_batch_per_worker",
-                    "comm_time_ms",
-                    "step_time_ms",
-                    "comm_fraction",
-                    "data_wait_fraction",
-                ]
-            ]
+    best = analysis.best_batch()
+    if best is not None and best.points["joules_per_sample"].notna().any():
+        frugal = best.points.loc[best.points["joules_per_sample"].idxmin()]
+        blocks.append(
+            Paragraph(
+                f"Fewest joules per sample: micro batch {frugal.micro_batch_per_worker:g} "
+                f"({frugal.joules_per_sample:.4g} J/sample, group {best.group.id})."
+            )
         )
-        blocks += [
-            Paragraph("Share of each step spent in one gradient all-reduce, highest first:"),
-            rounded(comm, ("comm_fraction", "data_wait_fraction")),
-            *note,
-        ]
+    blocks += max_batch_section(analysis)
+    return blocks + detail_images(plots, "batch_throughput", "batch_overheads", "batch_accuracy", "joules_per_sample")
+
+
+def max_batch_section(analysis: SweepAnalysis) -> list[Block]:
+    table = analysis.data.max_batch
+    if table.empty:
+        return []
+    return [Paragraph("Largest micro batch that fits (`max_batch/`):"), Table.of(table)]
+
+
+def comm_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
+    trials = analysis.per_trial
+    blocks: list[Block] = [
+        Heading("Communication and stragglers"),
+        Paragraph(
+            "`comm_exposed_ms`: per optimizer step, the trial's step time minus the median step time of the 1-rank "
+            "trials that ran the same per-rank step (same parameters but the worker count and what moves with it); "
+            "null without such a trial. `comm_kernel_ms` and `comm_overlap` come from a profiled window after the "
+            "timed steps, `allreduce_probe_ms` from one all-reduce of the gradients (called `comm_time_ms` in older "
+            "tables)."
+        ),
+    ]
+    multi = trials[trials["num_workers"] > 1]
+    columns = present(multi, ["comm_exposed_ms", "comm_kernel_ms", "comm_overlap", "allreduce_probe_ms"])
+    if multi.empty or not columns:
+        blocks.append(Paragraph("No communication figure: no trial ran on two or more ranks with one measured."))
+    else:
+        comm = multi.sort_values("comm_exposed_ms", ascending=False, na_position="last")
+        comm, note = cut(comm[["trial_id", "num_workers", "micro_batch_per_worker", "step_time_ms", *columns]])
+        blocks += [rounded(comm, tuple(c for c in ("comm_overlap",) if c in comm)), *note]
     if analysis.stragglers.empty:
         blocks.append(Paragraph("No straggler analysis: the ranks table has no trial with two or more ranks."))
         return blocks
-    lagging, note = cut(analysis.stragglers.sort_values("straggler_ratio", ascending=False))
+    lagging = analysis.stragglers.sort_values("straggler_ratio", ascending=False)
+    lagging, note = cut(lagging[present(lagging, list(lagging.columns))])
     blocks += [
         Paragraph(
-            "Straggler ratio = slowest rank's compute time per step over the median rank's; the cost "
-            "is the mean time the other ranks wait for it per step."
+            "Straggler ratio = slowest rank's busy time per step (`busy_ms`; older tables "
+            "`compute_ms`; else `step_time_ms`) over the median of the other ranks; the cost is the "
+            "mean time the other ranks wait for it per step."
         ),
-        rounded(lagging, ("straggler_cost_fraction",)),
+        rounded(lagging, tuple(c for c in ("straggler_cost_fraction",) if c in lagging)),
         *note,
     ]
     return blocks
@@ -249,11 +321,16 @@ def accuracy_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         return blocks + [Paragraph(f"Not computed: {analysis.target_source}.")]
     trials = analysis.per_trial.sort_values("time_to_accuracy_s", na_position="last")
     missed = trials["time_to_accuracy_s"].isna().sum()
+    clock = (
+        "training time from the first step (`epochs.train_elapsed_s`; validation and checkpoints excluded)"
+        if analysis.accuracy_clock == "train_elapsed_s"
+        else "wall time from trial start (`epochs.elapsed_s`: this table predates `train_elapsed_s`, so setup, "
+        "validation and checkpoint time are inside)"
+    )
     blocks.append(
         Paragraph(
-            f"Target: validation accuracy ≥ {analysis.target:.4f} ({analysis.target_source}). Time is wall time from "
-            f"trial start (`epochs.elapsed_s`) at the end of the first epoch reaching it; {missed} trial(s) never "
-            "reached it (shown as —)."
+            f"Target: validation accuracy ≥ {analysis.target:.4f} ({analysis.target_source}). Time is {clock} at the "
+            f"end of the first epoch reaching it; {missed} trial(s) never reached it (shown as —)."
         )
     )
     rows, note = cut(
@@ -262,3 +339,75 @@ def accuracy_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         ]
     )
     return blocks + [rounded(rows, ("val_accuracy",)), *note, *images(plots, "time_to_accuracy")]
+
+
+def trials_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
+    """Every trial's own figures: the whole report of a single-trial sweep, a reference table otherwise."""
+    columns = [
+        "trial_id",
+        "num_workers",
+        "sequence_parallel",
+        "micro_batch_per_worker",
+        "grad_accum_steps",
+        "global_batch",
+        "seed",
+        "throughput",
+        "throughput_per_worker",
+        "step_time_ms",
+        "timed_steps",
+        "timed_s",
+        "warmup_s",
+        "peak_mem_gib",
+        "mfu",
+        "joules_per_sample",
+        "final_loss",
+        "val_accuracy",
+    ]
+    rows, note = cut(analysis.per_trial[present(analysis.per_trial, columns)])
+    blocks: list[Block] = [
+        Heading("Trials"),
+        rounded(rows, tuple(c for c in ("val_accuracy", "mfu") if c in rows)),
+        *note,
+    ]
+    blocks += sequence_parallel_section(analysis)
+    return blocks + detail_images(plots, "epochs")
+
+
+def sequence_parallel_section(analysis: SweepAnalysis) -> list[Block]:
+    """Sequence-parallel trials beside data parallelism alone at the same GPU count."""
+    pairs = analysis.sequence_parallel
+    if pairs.empty:
+        return []
+    return [
+        Paragraph("Sequence parallelism against data parallelism alone at the same worker count (medians):"),
+        Table.of(pairs),
+    ]
+
+
+def economy_section(analysis: SweepAnalysis) -> list[Block]:
+    economy = analysis.data.manifest.get("economy")
+    if not isinstance(economy, dict) or economy.get("duty_cycle") is None:
+        return []
+    setup = economy.get("median_setup_s")
+    text = (
+        f"Duty cycle {economy['duty_cycle']:.0%}: timed rank-seconds over the sweep's wall time "
+        f"({economy.get('wall_s', float('nan')):.4g} s) × {economy.get('devices', '?')} device(s)"
+    )
+    if setup is not None:
+        text += f"; median trial setup {setup:.3g} s"
+    later = economy.get("median_later_setup_s")
+    if later is not None:
+        text += f" ({later:.3g} s after the first)"
+    return [Heading("Economy"), Paragraph(text + ".")]
+
+
+def unanalysed_section(analysis: SweepAnalysis) -> list[Block]:
+    """Groups with one value of their swept quantity, in one line at the end."""
+    lines = []
+    for comparison in COMPARISONS:
+        lonely = [g.id for g in analysis.groups[comparison.kind] if not g.comparable]
+        if lonely:
+            lines.append(f"{comparison.kind}: {', '.join(lonely)}")
+    if not lines:
+        return []
+    return [Paragraph("Not analysed (one value of the swept quantity): " + "; ".join(lines) + ".")]

@@ -10,27 +10,43 @@ STRAGGLER_COLUMNS = [
     "slowest_rank",
     "straggler_basis",
     "straggler_ratio",
+    "slowdown_achieved",
     "others_wait_ms",
     "straggler_cost_fraction",
 ]
 
 
+RATIO_WORTH_NAMING = 1.05  # a slowest rank within 5% of the others is run-to-run noise, not a straggler
+
+
+def straggler_basis(ranks: pd.DataFrame) -> str:
+    # Busy time excludes the wait at the barrier, so it shows the slow rank itself; the step time of a
+    # synchronous step is the same on every rank and is only the fallback. compute_ms is busy_ms's old name.
+    for basis in ("busy_ms", "compute_ms"):
+        if ranks[basis].notna().all():
+            return basis
+    return "step_time_ms"
+
+
 def straggler_row(trial_id: str, ranks: pd.DataFrame, step_time_ms: float | None) -> dict:
-    # Compute time excludes the wait at the barrier, so it shows the slow rank itself; the step time
-    # of a synchronous step is the same on every rank and is only the fallback.
-    basis = "compute_ms" if ranks["compute_ms"].notna().all() else "step_time_ms"
+    basis = straggler_basis(ranks)
     slowest = ranks.loc[ranks[basis].idxmax()]
     others = ranks.drop(index=slowest.name)
-    others_wait = float(others["wait_ms"].mean())
+    # Against the median of the other ranks: with the slowest inside it, a 1.3x rank of two reads 1.15x.
+    others_median = float(others[basis].median())
+    others_wait = float(others["wait_ms"].mean()) if others["wait_ms"].notna().any() else float("nan")
     step = step_time_ms if step_time_ms and step_time_ms > 0 else float(ranks["step_time_ms"].median())
     return {
         "trial_id": trial_id,
         "ranks": len(ranks),
         "slowest_rank": int(slowest["rank"]),
         "straggler_basis": basis,
-        "straggler_ratio": float(slowest[basis] / ranks[basis].median()),
+        "straggler_ratio": float(slowest[basis] / others_median) if others_median > 0 else float("nan"),
+        "slowdown_achieved": float(slowest["slowdown_achieved"])
+        if pd.notna(slowest["slowdown_achieved"])
+        else float("nan"),
         "others_wait_ms": others_wait,
-        "straggler_cost_fraction": others_wait / step if step > 0 else None,
+        "straggler_cost_fraction": others_wait / step if step > 0 and pd.notna(others_wait) else float("nan"),
     }
 
 

@@ -26,7 +26,6 @@ def build_summary(analysis: SweepAnalysis, plots: Plots) -> dict[str, Any]:
                 "id": g.id,
                 "kind": g.comparison.kind,
                 "swept": g.comparison.swept,
-                "key_columns": list(g.comparison.key_columns),
                 "key": {k: plain(v) for k, v in g.key.items()},
                 "swept_values": g.swept_values,
                 "trials": g.trial_ids,
@@ -40,7 +39,18 @@ def build_summary(analysis: SweepAnalysis, plots: Plots) -> dict[str, Any]:
             {**scaling_at_max(r, "speedup", "efficiency"), "amdahl_fit": amdahl(r.amdahl)} for r in analysis.strong
         ],
         "weak_scaling": [
-            {**scaling_at_max(r, "efficiency", "scaled_speedup"), "gustafson_alpha": r.gustafson_alpha}
+            {
+                **scaling_at_max(r, "efficiency", "scaled_speedup"),
+                "gustafson_alpha": r.gustafson_alpha,
+                "gustafson_fit": None
+                if r.gustafson is None
+                else {
+                    "alpha": r.gustafson.alpha,
+                    "rms_residual": plain(r.gustafson.rms_residual),
+                    "points": r.gustafson.points,
+                    "degrees_of_freedom": r.gustafson.degrees_of_freedom,
+                },
+            }
             for r in analysis.weak
         ],
         "batch": [
@@ -100,5 +110,6 @@ def amdahl(fit: AmdahlFit | None) -> dict[str, Any] | None:
         "t1_s": plain(fit.t1_s),
         "rms_residual_s": plain(fit.rms_residual_s),
         "points": fit.points,
+        "degrees_of_freedom": fit.degrees_of_freedom,
         "max_speedup": plain(fit.max_speedup),
     }

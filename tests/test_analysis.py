@@ -12,10 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis import AnalysisError, analyze
+from analysis import AnalysisError, analyze, compare
 from analysis.__main__ import main
 from analysis.batch import knee_index
+from analysis.compare import matching_ratios
 from analysis.compute import compute
+from analysis.findings import headlines
 from analysis.groups import BATCH, STRONG, find_groups
 from analysis.load import load_sweep
 from raysweep.store import ResultStore
@@ -41,12 +43,49 @@ CONFIG = {
 }
 
 
+# Trial parameters as params_json holds them (lr 0.0: the optimizer's batch rule); the rest are measurements.
+PARAMETERS = (
+    "model",
+    "dataset",
+    "image_size",
+    "device",
+    "precision",
+    "engine",
+    "zero_stage",
+    "optimizer",
+    "compile",
+    "num_workers",
+    "micro_batch_per_worker",
+    "grad_accum_steps",
+    "global_batch",
+    "placement_strategy",
+    "data_scaling",
+    "slow_ranks",
+    "slow_factor",
+    "epochs",
+    "seed",
+    "weight_decay",
+    "amp",
+    "sequence_parallel",
+)
+
+
+def write_rows(store: ResultStore, table: str, trial_id: str, rows: list[dict]) -> None:
+    """Rows as a worker of this round writes them, columns the vocabulary may not name yet included."""
+    directory = store.root / table
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = [{"sweep": store.sweep, "trial_id": trial_id, **row} for row in rows]
+    pq.write_table(pa.Table.from_pylist(rows), directory / f"{trial_id}.parquet")
+
+
 def add_trial(store: ResultStore, trial_id: str, **values) -> None:
     row = {**CONFIG, **values}
     if "train_time_s" in row and "throughput" not in row:
         row["throughput"] = row["samples_per_epoch"] * row["epochs"] / row["train_time_s"]
         row["throughput_per_worker"] = row["throughput"] / row["num_workers"]
-    store.write_rows("trials", trial_id, [row])
+    params = {k: row[k] for k in PARAMETERS if k in row}
+    row["params_json"] = json.dumps({**params, "lr": row.pop("lr_param", 0.0)}, sort_keys=True)
+    write_rows(store, "trials", trial_id, [row])
 
 
 def strong_sweep(results: Path, times: dict[int, float], name: str = "strong") -> Path:
@@ -177,7 +216,8 @@ def epochs_sweep(results: Path) -> ResultStore:
             samples_per_epoch=1024,
             train_time_s=60.0 / n,
         )
-    store.write_rows(
+    write_rows(
+        store,
         "epochs",
         "fast",
         [
@@ -185,7 +225,8 @@ def epochs_sweep(results: Path) -> ResultStore:
             for e, (a, t) in enumerate([(0.5, 10.0), (0.8, 20.0), (0.95, 30.0)])
         ],
     )
-    store.write_rows(
+    write_rows(
+        store,
         "epochs",
         "slow",
         [{"epoch": e, "val_accuracy": a, "elapsed_s": t} for e, (a, t) in enumerate([(0.6, 5.0), (0.7, 10.0)])],
@@ -219,7 +260,8 @@ def test_stragglers_from_rank_rows(tmp_path):
             train_time_s=60.0 / n,
             step_time_ms=130.0,
         )
-    store.write_rows(
+    write_rows(
+        store,
         "ranks",
         "r4",
         [
@@ -274,7 +316,7 @@ def test_groups_split_on_config_and_ignore_derived_columns(tmp_path):
                 train_time_s=10.0,
             )
     groups = compute(load_sweep(weak.root)).groups["weak"]
-    assert [(g.key["model"], g.points, g.key["lr"]) for g in groups] == [("vit_a", 2, "rule"), ("vit_b", 2, "rule")]
+    assert [(g.key["model"], g.points, g.key["lr"]) for g in groups] == [("vit_a", 2, 0.0), ("vit_b", 2, 0.0)]
 
 
 def test_report_files_and_plots(tmp_path):
@@ -298,7 +340,7 @@ def test_report_files_and_plots(tmp_path):
             val_accuracy=0.9,
             final_loss=0.3,
         )
-        store.write_rows("epochs", f"b{mb}", [{"epoch": 0, "val_accuracy": 0.9, "elapsed_s": 1000.0 / mb}])
+        write_rows(store, "epochs", f"b{mb}", [{"epoch": 0, "val_accuracy": 0.9, "elapsed_s": 1000.0 / mb}])
     add_trial(store, "crashed", status="failed", num_workers=8, micro_batch_per_worker=32, global_batch=256)
     add_trial(store, "too-big", status="oom", num_workers=1, micro_batch_per_worker=512, global_batch=512)
     out = tmp_path / "out"
@@ -308,35 +350,44 @@ def test_report_files_and_plots(tmp_path):
         assert (out / name).stat().st_size > 0
     text = report.read_text(encoding="utf-8")
     assert "1 failed, 1 oom" in text
-    assert text.index("Headline findings") < text.index("| group")
+    assert text.index("## Summary") < text.index("| group")
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["amdahl_fit"]["serial_fraction"] == pytest.approx(0.1, abs=1e-6)
     assert summary["knee"]["micro_batch"] == 32
     assert summary["left_out"] == {"failed": 1, "oom": 1}
     pngs = sorted(out.glob("*.png"))
     assert {p.name for p in pngs} == set(summary["plots"]["made"])
-    assert {"speedup.png", "efficiency.png", "batch_throughput.png", "batch_overheads.png"} <= {p.name for p in pngs}
+    assert {"speedup.png", "batch_throughput.png", "batch_overheads.png", "epochs.png"} <= {p.name for p in pngs}
     for png in pngs:
         assert png.read_bytes().startswith(PNG_MAGIC) and png.stat().st_size > 1000
         assert f"]({png.name})" in text
-    assert text.count("](") == len(pngs)
+    assert text.count("](") == len(pngs)  # the headline plot is shown once, in the summary
     html = (out / "report.html").read_text(encoding="utf-8")
     assert html.count('src="data:image/png;base64,') == len(pngs) and "](" not in html
     table = pq.read_table(out / "scaling.parquet").to_pandas().set_index("trial_id")
     assert len(table) == 6 and table.loc["s4", "scaling_group"] == "S1"
     assert table.loc["b16", "batch_group"] == table.loc["b64", "batch_group"] == summary["knee"]["group"]
     assert table.loc["s2", "karp_flatt"] == pytest.approx(0.1, abs=1e-6)
-    assert summary["plots"]["skipped"] == {} and len(pngs) == 6
+    assert set(summary["plots"]["skipped"]) == {"efficiency", "weak_throughput", "joules_per_sample"}
 
 
 def test_plots_without_data_are_skipped_and_said_so(tmp_path):
     sweep = strong_sweep(tmp_path, amdahl_times(0.1, [1, 2, 4]))
     report = analyze(sweep)
-    assert sorted(p.name for p in report.parent.glob("*.png")) == ["efficiency.png", "speedup.png"]
+    assert sorted(p.name for p in report.parent.glob("*.png")) == ["speedup.png"]
     skipped = json.loads((report.parent / "summary.json").read_text(encoding="utf-8"))["plots"]["skipped"]
-    assert set(skipped) == {"batch_throughput", "batch_overheads", "batch_accuracy", "time_to_accuracy"}
+    assert set(skipped) == {
+        "efficiency",
+        "weak_throughput",
+        "batch_throughput",
+        "batch_overheads",
+        "batch_accuracy",
+        "joules_per_sample",
+        "time_to_accuracy",
+        "epochs",
+    }
     text = report.read_text(encoding="utf-8")
-    assert "## Plots not made" in text and "`time_to_accuracy`: the epochs table has no validation accuracy" in text
+    assert "## Plots not made" in text and "`time_to_accuracy`: no trial reached a target accuracy" in text
     assert "Not computed: the epochs table has no validation accuracy" in text
 
 
@@ -370,7 +421,6 @@ def write_trials_without(results: Path, missing: str) -> Path:
         ("empty", "no trial results in"),
         ("results_dir", "did you mean one of its sweeps: one"),
         ("no_column", "no values in needed column(s) train_time_s"),
-        ("one_point", "nothing to compare"),
         ("all_failed", "no completed trials"),
         ("bad_target", "target accuracy must be a fraction in (0, 1]"),
         ("out_is_a_file", "cannot write the report to"),
@@ -386,8 +436,6 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, case, message):
         argv = [str(tmp_path)]
     elif case == "no_column":
         argv = [str(write_trials_without(tmp_path, "train_time_s"))]
-    elif case == "one_point":
-        argv = [str(strong_sweep(tmp_path, {4: 1.0}))]
     elif case == "all_failed":
         add_trial(ResultStore(tmp_path, "dead"), "x", status="oom", num_workers=1)
         argv = [str(tmp_path / "dead")]
@@ -416,3 +464,395 @@ def test_module_runs_as_a_program(tmp_path):
         timeout=60,
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+
+
+def timed_strong_sweep(
+    results: Path, serial: float, workers: list[int], warmup_s: float = 40.0, t1: float = 100.0
+) -> Path:
+    """Timed seconds follow Amdahl's law; train_time_s holds ``warmup_s`` of warm-up on top, as a worker writes."""
+    store = ResultStore(results, "timed")
+    for n in workers:
+        timed = t1 * (serial + (1 - serial) / n)
+        add_trial(
+            store,
+            f"t{n}",
+            num_workers=n,
+            micro_batch_per_worker=256 // n,
+            global_batch=256,
+            data_scaling="fixed",
+            samples_per_epoch=4096,
+            train_time_s=timed + warmup_s,
+            warmup_s=warmup_s,
+            timed_s=timed,
+            timed_samples=8192,
+            timed_steps=32,
+            throughput=8192 / timed,
+            throughput_per_worker=8192 / timed / n,
+        )
+    return store.root
+
+
+def test_serial_fraction_comes_from_timed_work_not_warm_up(tmp_path):
+    analysis = compute(load_sweep(timed_strong_sweep(tmp_path, 0.137, [1, 2, 4, 8])))
+    (result,) = analysis.strong
+    assert result.amdahl.serial_fraction == pytest.approx(0.137, abs=1e-9)
+    assert result.amdahl.degrees_of_freedom == 2 and result.amdahl.rms_residual_s == pytest.approx(0, abs=1e-9)
+    assert result.rows.set_index("num_workers")["speedup"].loc[2] == pytest.approx(1 / (0.137 + 0.863 / 2))
+    assert set(result.rows["timed_source"]) == {"timed_s"}
+    assert not any("derived as samples / throughput" in h for h in headlines(analysis))
+
+
+def test_two_worker_counts_claim_no_amdahl_fit(tmp_path):
+    analysis = compute(load_sweep(timed_strong_sweep(tmp_path, 0.2, [1, 2])))
+    (result,) = analysis.strong
+    assert result.amdahl is None
+    (finding,) = [h for h in headlines(analysis) if h.startswith("Strong scaling")]
+    assert "no Amdahl fit: 2 worker count(s), a fit needs 3" in finding and "bounded" not in finding
+
+
+def test_old_tables_derive_timed_seconds_and_say_so(tmp_path):
+    analysis = compute(load_sweep(strong_sweep(tmp_path, {1: 100.0, 2: 60.0})))
+    assert analysis.per_trial["timed_source"].eq("samples / throughput").all()
+    assert analysis.per_trial.set_index("trial_id").loc["s1", "timed_s"] == pytest.approx(100.0)
+    assert any("derived as samples / throughput" in h for h in headlines(analysis))
+
+
+def test_few_timed_steps_are_warned_about(tmp_path):
+    store = ResultStore(tmp_path, "short")
+    for n, steps in ((1, 4), (2, 40)):
+        add_trial(
+            store,
+            f"q{n}",
+            num_workers=n,
+            micro_batch_per_worker=64 // n,
+            global_batch=64,
+            data_scaling="fixed",
+            samples_per_epoch=1024,
+            timed_s=10.0 / n,
+            timed_samples=2048,
+            timed_steps=steps,
+            train_time_s=20.0,
+            throughput=204.8 * n,
+            throughput_per_worker=204.8,
+        )
+    (warning,) = [h for h in headlines(compute(load_sweep(store.root))) if h.startswith("Warning")]
+    assert "1 trial(s) timed fewer than 5 optimizer steps (q1)" in warning
+
+
+def test_gustafson_recovers_a_nonzero_alpha(tmp_path):
+    alpha = 0.25
+    store = ResultStore(tmp_path, "gustafson")
+    for n in (1, 2, 4, 8):
+        rate = 100.0 * (n - alpha * (n - 1))  # scaled speedup S(n) = n - alpha (n - 1) of a 100/s base
+        add_trial(
+            store,
+            f"g{n}",
+            num_workers=n,
+            micro_batch_per_worker=32,
+            global_batch=32 * n,
+            data_scaling="per_worker",
+            samples_per_epoch=1024 * n,
+            timed_samples=2048 * n,
+            timed_s=2048 * n / rate,
+            timed_steps=64,
+            train_time_s=2048 * n / rate + 5,
+            throughput=rate,
+            throughput_per_worker=rate / n,
+        )
+    (result,) = compute(load_sweep(store.root)).weak
+    assert result.gustafson.alpha == pytest.approx(alpha, abs=1e-9)
+    assert result.gustafson.degrees_of_freedom == 3 and result.gustafson.rms_residual == pytest.approx(0, abs=1e-9)
+    assert result.rows.set_index("num_workers")["efficiency"].loc[4] == pytest.approx((4 - alpha * 3) / 4)
+
+
+def test_two_rank_straggler_ratio_is_against_the_other_rank(tmp_path):
+    store = ResultStore(tmp_path, "two")
+    add_trial(
+        store,
+        "p2",
+        num_workers=2,
+        micro_batch_per_worker=32,
+        global_batch=64,
+        data_scaling="fixed",
+        samples_per_epoch=1024,
+        train_time_s=10.0,
+        step_time_ms=130.0,
+        slow_ranks="1",
+    )
+    write_rows(
+        store,
+        "ranks",
+        "p2",
+        [
+            {"rank": 0, "step_time_ms": 130.0, "busy_ms": 100.0, "wait_ms": 30.0, "slowdown_achieved": 1.0},
+            {"rank": 1, "step_time_ms": 130.0, "busy_ms": 130.0, "wait_ms": 0.0, "slowdown_achieved": 1.29},
+        ],
+    )
+    analysis = compute(load_sweep(store.root))
+    (row,) = analysis.stragglers.to_dict("records")
+    assert row["straggler_basis"] == "busy_ms" and row["straggler_ratio"] == pytest.approx(1.3)
+    assert row["slowdown_achieved"] == pytest.approx(1.29)
+    assert any("1.30× the median of the other ranks' busy_ms" in h for h in headlines(analysis))
+
+
+def test_no_straggler_finding_at_noise_without_slow_ranks(tmp_path):
+    store = ResultStore(tmp_path, "even")
+    add_trial(
+        store,
+        "e2",
+        num_workers=2,
+        micro_batch_per_worker=32,
+        global_batch=64,
+        data_scaling="fixed",
+        samples_per_epoch=1024,
+        train_time_s=10.0,
+        step_time_ms=100.0,
+    )
+    write_rows(
+        store,
+        "ranks",
+        "e2",
+        [{"rank": r, "step_time_ms": 100.0, "busy_ms": b, "wait_ms": 101.0 - b} for r, b in enumerate([100.0, 101.0])],
+    )
+    analysis = compute(load_sweep(store.root))
+    assert analysis.stragglers["straggler_ratio"].iloc[0] == pytest.approx(1.01)
+    assert not any(h.startswith("Stragglers") for h in headlines(analysis))
+
+
+def test_exposed_communication_is_step_time_over_the_matching_one_rank_trial(tmp_path):
+    store = ResultStore(tmp_path, "comm")
+    for tid, n, mb, step in (
+        ("one", 1, 32, 100.0),
+        ("two", 2, 32, 120.0),
+        ("four", 4, 32, 135.0),
+        ("other-mb", 2, 16, 90.0),
+    ):
+        add_trial(
+            store,
+            tid,
+            num_workers=n,
+            micro_batch_per_worker=mb,
+            global_batch=mb * n,
+            data_scaling="per_worker",
+            samples_per_epoch=1024 * n,
+            train_time_s=10.0,
+            step_time_ms=step,
+        )
+    add_trial(
+        store,
+        "bf16",
+        num_workers=2,
+        micro_batch_per_worker=32,
+        global_batch=64,
+        data_scaling="per_worker",
+        samples_per_epoch=2048,
+        train_time_s=10.0,
+        step_time_ms=80.0,
+        precision="bf16",
+    )
+    exposed = compute(load_sweep(store.root)).per_trial.set_index("trial_id")["comm_exposed_ms"]
+    assert exposed.loc["two"] == pytest.approx(20.0) and exposed.loc["four"] == pytest.approx(35.0)
+    assert exposed[["one", "other-mb", "bf16"]].isna().all()  # one rank itself; no 1-rank match
+
+
+def test_no_communication_finding_on_one_worker(tmp_path):
+    analysis = compute(load_sweep(batch_sweep(tmp_path)))
+    assert analysis.per_trial["comm_exposed_ms"].isna().all()
+    assert not any(h.startswith("Communication") for h in headlines(analysis))
+
+
+def test_grouping_key_is_every_parameter_but_seed_and_the_swept_ones(tmp_path):
+    store = ResultStore(tmp_path, "key")
+    for tid, mb, seed, wd, rate in (
+        ("a16", 16, 0, 0.05, 500.0),
+        ("b16", 16, 1, 0.05, 540.0),
+        ("a32", 32, 0, 0.05, 900.0),
+        ("b32", 32, 1, 0.05, 960.0),
+        ("wd16", 16, 0, 0.1, 500.0),
+    ):
+        add_trial(
+            store,
+            tid,
+            num_workers=1,
+            micro_batch_per_worker=mb,
+            global_batch=mb,
+            data_scaling="fixed",
+            samples_per_epoch=1024,
+            train_time_s=2048 / rate,
+            throughput=rate,
+            throughput_per_worker=rate,
+            seed=seed,
+            weight_decay=wd,
+        )
+    analysis = compute(load_sweep(store.root))
+    groups = analysis.groups["batch"]
+    assert sorted(len(g.trial_ids) for g in groups) == [1, 4]  # weight_decay splits; seed makes repeats
+    (result,) = analysis.batch
+    points = result.points.set_index("micro_batch_per_worker")
+    assert points.loc[16, "throughput_per_worker"] == pytest.approx(520.0)  # median of the repeats
+    assert (points.loc[16, "throughput_min"], points.loc[16, "throughput_max"]) == (500.0, 540.0)
+    assert points.loc[32, "trials"] == 2
+
+
+def test_a_knee_inside_the_repeats_spread_is_not_claimed(tmp_path):
+    store = ResultStore(tmp_path, "noisy")
+    for tid, mb, seed, rate in (
+        ("a32", 32, 0, 950.0),
+        ("b32", 32, 1, 1050.0),
+        ("a64", 64, 0, 1000.0),
+        ("b64", 64, 1, 1040.0),
+    ):
+        add_trial(
+            store,
+            tid,
+            num_workers=1,
+            micro_batch_per_worker=mb,
+            global_batch=mb,
+            data_scaling="fixed",
+            samples_per_epoch=1024,
+            train_time_s=2048 / rate,
+            throughput=rate,
+            throughput_per_worker=rate,
+            seed=seed,
+        )
+    analysis = compute(load_sweep(store.root))
+    (result,) = analysis.batch
+    assert result.knee.micro_batch_per_worker == 32 and result.peak.micro_batch_per_worker == 64
+    assert result.knee_within_spread
+    assert any("overlap over repeats, so they are not told apart" in h for h in headlines(analysis))
+
+
+def test_time_to_accuracy_uses_training_time_where_recorded(tmp_path):
+    store = ResultStore(tmp_path, "clock")
+    add_trial(
+        store,
+        "t",
+        num_workers=1,
+        micro_batch_per_worker=32,
+        global_batch=32,
+        data_scaling="fixed",
+        samples_per_epoch=1024,
+        train_time_s=20.0,
+    )
+    write_rows(
+        store,
+        "epochs",
+        "t",
+        [
+            {"epoch": e, "val_accuracy": a, "elapsed_s": w, "train_elapsed_s": t}
+            for e, (a, w, t) in enumerate([(0.5, 40.0, 10.0), (0.9, 70.0, 20.0)])
+        ],
+    )
+    analysis = compute(load_sweep(store.root), target=0.8)
+    assert analysis.accuracy_clock == "train_elapsed_s"
+    assert analysis.per_trial["time_to_accuracy_s"].iloc[0] == 20.0
+
+
+def test_a_single_trial_sweep_gets_a_report(tmp_path):
+    store = ResultStore(tmp_path, "single")
+    add_trial(
+        store,
+        "only",
+        num_workers=1,
+        micro_batch_per_worker=16,
+        global_batch=16,
+        data_scaling="fixed",
+        samples_per_epoch=1024,
+        train_time_s=20.0,
+    )
+    write_rows(
+        store,
+        "epochs",
+        "only",
+        [
+            {"epoch": e, "train_loss": 2.0 - e, "val_accuracy": 0.3 + 0.1 * e, "elapsed_s": 10.0 * (e + 1)}
+            for e in range(2)
+        ],
+    )
+    report = analyze(store.root)
+    text = report.read_text(encoding="utf-8")
+    assert "No comparison: every group has one value" in text and "epochs.png" in text
+    assert "Not analysed (one value of the swept quantity): strong: S1; batch: B1." in text
+
+
+def test_two_sweeps_compare_side_by_side_with_ratios_of_matching_trials(tmp_path, capsys):
+    slow = strong_sweep(tmp_path, amdahl_times(0.1, [1, 2, 4]), name="slow")
+    fast = strong_sweep(tmp_path, {n: t / 2 for n, t in amdahl_times(0.1, [1, 2, 4]).items()}, name="fast")
+    assert main([str(slow), str(fast), "--out", str(tmp_path / "both")]) == 0
+    text = (tmp_path / "both" / "report.md").read_text(encoding="utf-8")
+    assert "# Comparison: slow (cpu), fast (cpu)" in text and "speedup.png" in text
+    ratios = matching_ratios(*(compute(load_sweep(s)) for s in (slow, fast)))
+    assert ratios["num_workers"].tolist() == [1, 2, 4]
+    assert ratios["throughput ratio"].to_numpy() == pytest.approx([2.0] * 3)
+    with pytest.raises(AnalysisError, match="two or more sweeps"):
+        compare([slow])
+
+
+def test_energy_max_batch_economy_and_sequence_parallel_are_reported_when_present(tmp_path):
+    store = ResultStore(tmp_path, "extras")
+    for mb, rate, joules in ((16, 500.0, 0.8), (32, 900.0, 0.5), (64, 950.0, 0.6)):
+        add_trial(
+            store,
+            f"b{mb}",
+            num_workers=2,
+            micro_batch_per_worker=mb,
+            global_batch=2 * mb,
+            data_scaling="per_worker",
+            samples_per_epoch=2048,
+            train_time_s=4096 / rate,
+            throughput=rate,
+            throughput_per_worker=rate / 2,
+            joules_per_sample=joules,
+            mfu=0.31,
+            peak_mem_gib=mb / 16,
+        )
+    add_trial(
+        store,
+        "sp2",
+        num_workers=2,
+        sequence_parallel=2,
+        micro_batch_per_worker=32,
+        global_batch=32,
+        data_scaling="per_worker",
+        samples_per_epoch=2048,
+        train_time_s=8.0,
+        throughput=400.0,
+        throughput_per_worker=200.0,
+        peak_mem_gib=1.25,
+    )
+    (store.root / "max_batch").mkdir()
+    pq.write_table(
+        pa.table(
+            {
+                "configuration": ["vit_micro fp32"],
+                "largest_micro_batch": [512],
+                "peak_mem_gib": [7.5],
+                "throughput": [1234.0],
+            }
+        ),
+        store.root / "max_batch" / "m.parquet",
+    )
+    (store.root / "sweep.json").write_text(
+        json.dumps(
+            {
+                "description": "which batch?",
+                "economy": {
+                    "wall_s": 100.0,
+                    "duty_cycle": 0.42,
+                    "median_setup_s": 3.0,
+                    "median_later_setup_s": 1.5,
+                    "devices": 2,
+                },
+            }
+        )
+    )
+    analysis = compute(load_sweep(store.root))
+    (pair,) = analysis.sequence_parallel.to_dict("records")
+    assert (pair["sp_peak_mem_gib"], pair["dp_peak_mem_gib"]) == (1.25, 2.0)
+    assert (pair["sp_throughput_per_gpu"], pair["dp_throughput_per_gpu"]) == (200.0, 450.0)
+    text = analyze(store.root).read_text(encoding="utf-8")
+    assert "**Question:** which batch?" in text
+    assert "Fewest joules per sample: micro batch 32 (0.5 J/sample" in text and "joules_per_sample.png" in text
+    assert "| vit_micro fp32 | 512 | 7.5 | 1234 |" in text
+    assert "Duty cycle 42%" in text and "median trial setup 3 s (1.5 s after the first)" in text
+    assert "| mfu |" in text or "mfu" in text.split("## Trials")[1]

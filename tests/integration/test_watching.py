@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis import analyze
 from tests.integration.conftest import REPO, table
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -254,21 +255,34 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-@needs_chromium
-def test_report_page_loads_every_plot(sweep, tmp_path):
-    sweep.finish()
-    html_path = Path(sweep.wait_for(r"^report: (\S+report\.html)$", timeout=5).group(1))
-    assert html_path == sweep.root / "report" / "report.html"
+REPORT_SWEEP = REPO / "docs" / "results" / "cpu-batch-grid"  # the embedded default (batch_grid), as committed
 
-    # A copy with a probe: once the page has loaded, each image records the width Chromium decoded.
+
+@needs_chromium
+def test_report_page_fits_1280_px_and_decodes_every_plot(tmp_path):
+    """The default sweep's report, written from its committed tables: no sideways page scroll at 1280 px wide,
+    every plot embedded and decoded, nothing fetched."""
+    sweep = tmp_path / REPORT_SWEEP.name
+    for part in ("trials", "epochs", "ranks"):
+        shutil.copytree(REPORT_SWEEP / part, sweep / part)
+    shutil.copy(REPORT_SWEEP / "sweep.json", sweep / "sweep.json")
+    html_path = analyze(sweep).parent / "report.html"
+
+    # A copy with a probe: once the page has loaded, each image records the width Chromium decoded and the
+    # body records the page's scroll width against the window's.
     probe = tmp_path / "report-probe.html"
     probe.write_text(
         html_path.read_text() + "<script>window.addEventListener('load', () => { for (const i of document.images) "
         "i.setAttribute('data-decoded-width', i.complete ? i.naturalWidth : -1); "
+        "document.body.setAttribute('data-scroll-width', document.scrollingElement.scrollWidth); "
+        "document.body.setAttribute('data-inner-width', window.innerWidth); "
         "document.body.setAttribute('data-probed', 'yes'); });</script>"
     )
-    dom = chromium(probe.as_uri(), tmp_path, dump_dom=True)
+    dom = chromium(probe.as_uri(), tmp_path, dump_dom=True, window="1280,1000")
     assert 'data-probed="yes"' in dom, dom[-2000:]
+    scroll = int(re.search(r'data-scroll-width="(\d+)"', dom).group(1))
+    inner = int(re.search(r'data-inner-width="(\d+)"', dom).group(1))
+    assert inner == 1280 and scroll <= inner, f"the page scrolls sideways: {scroll} px wide in a {inner} px window"
     parser = Images()
     parser.feed(dom)
     assert parser.images, "the report has no plots"
@@ -277,8 +291,8 @@ def test_report_page_loads_every_plot(sweep, tmp_path):
         assert src.startswith("data:image/png;base64,"), src[:80]  # self-contained: nothing to fetch
         width, height = png_size(base64.b64decode(src.split(",", 1)[1]))
         assert width > 100 and height > 100
-        assert int(img["data-decoded-width"]) == width, img.get("alt")
+        assert int(img["data-decoded-width"]) == width > 0, img.get("alt")
 
     page = tmp_path / "report.png"
-    chromium(html_path.as_uri(), tmp_path, screenshot=page, window="1400,2200")  # tall enough for the first plots
+    chromium(html_path.as_uri(), tmp_path, screenshot=page, window="1280,1400")  # the one-screen summary
     keep_screenshot(page, "report.png")

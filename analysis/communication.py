@@ -1,0 +1,51 @@
+"""Exposed communication: what an N-rank step costs beyond the same step on one rank."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from analysis.groups import trial_params
+
+# Parameters that change with the worker count, or do not change a step's work, so a 1-rank trial
+# differing only in them runs the same per-rank step: the global batch (and the lr rule it drives),
+# the data scaling and sample counts, where ranks are placed, which ranks are slowed, seeds and paths.
+NOT_IN_STEP = frozenset(
+    {
+        "num_workers",
+        "global_batch",
+        "lr",
+        "data_scaling",
+        "train_samples",
+        "epochs",
+        "max_steps_per_epoch",
+        "placement_strategy",
+        "slow_ranks",
+        "slow_factor",
+        "checkpoint_every",
+        "seed",
+        "data_dir",
+        "inject_fault",
+    }
+)
+
+
+def step_key(row: pd.Series) -> str:
+    """A trial's per-rank step: its parameters less NOT_IN_STEP, with the micro batch and accumulation it ran."""
+    params = {k: v for k, v in trial_params(row).items() if k not in NOT_IN_STEP}
+    params["micro_batch_per_worker"] = int(row["micro_batch_per_worker"])
+    params["grad_accum_steps"] = int(row["grad_accum_steps"]) if pd.notna(row["grad_accum_steps"]) else 1
+    return json.dumps(params, sort_keys=True, default=str)
+
+
+def exposed_communication(trials: pd.DataFrame) -> pd.Series:
+    """``comm_exposed_ms`` per trial: step time minus the median step time of its matching 1-rank trials.
+
+    NULL for 1-rank trials and where no 1-rank trial ran the same step.
+    """
+    keys = trials.apply(step_key, axis=1) if len(trials) else pd.Series(dtype=object)
+    single = trials["num_workers"] == 1
+    baseline = trials.loc[single, "step_time_ms"].groupby(keys[single]).median()
+    exposed = trials["step_time_ms"] - keys.map(baseline).astype(float)
+    return exposed.where(~single & trials["step_time_ms"].notna()).astype(float).rename("comm_exposed_ms")

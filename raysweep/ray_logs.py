@@ -5,7 +5,8 @@ worker's files under the session's ``logs/``. Two sources would flood it: Ray Tr
 ``ray.train.report`` with its whole metrics dict ("Reporting training result ... TrainingReport(...)",
 an INFO line of a logger named after its file, so Ray Train's log level does not reach it), and the
 detached PlacementGroupCleaner actor warns every second that the State API is unavailable when the
-dashboard is off. The forwarding is filtered on the driver, so those lines are kept in the files and
+dashboard is off (and prints a traceback when several local Ray instances run on one machine); nothing it
+prints is about the user's sweep. The forwarding is filtered on the driver, so those lines are kept in the files and
 dropped from the screen only.
 """
 
@@ -18,11 +19,16 @@ CHATTER = (
     "Reporting training result",  # ray/train/v2/_internal/execution/context.py, per report, every rank
     "State API may be temporarily unavailable",  # ray/train/v2/.../controller/placement_group_cleaner.py
 )
+CHATTERING_ACTORS = ("PlacementGroupCleaner",)  # Ray Train's internal actors whose every line is chatter
 PRINTER = "ray_print_logs"  # the name ray.init gives its forwarding handler
 
 
 def is_chatter(line: str) -> bool:
     return any(marker in line for marker in CHATTER)
+
+
+def is_chattering_actor(name: str) -> bool:
+    return any(actor in name for actor in CHATTERING_ACTORS)
 
 
 def quiet_forwarded_logs() -> None:
@@ -35,6 +41,8 @@ def quiet_forwarded_logs() -> None:
     printer = printers[0]
 
     def print_without_chatter(data: dict) -> None:
+        if is_chattering_actor(data.get("actor_name") or data.get("task_name") or ""):
+            return
         lines = [line for line in data.get("lines", []) if not is_chatter(line)]
         if lines:
             printer({**data, "lines": lines})

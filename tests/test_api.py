@@ -70,6 +70,14 @@ def test_ray_chatter_is_recognised_and_raysweep_lines_are_not():
     assert not is_chatter("raysweep: resumed from checkpoint after epoch 0")
 
 
+def test_the_placement_group_cleaners_lines_are_all_chatter_and_trial_workers_are_not():
+    from raysweep.ray_logs import is_chattering_actor
+
+    assert is_chattering_actor("PlacementGroupCleaner")
+    assert not is_chattering_actor("RayTrainWorker")
+    assert not is_chattering_actor("")
+
+
 def test_forwarded_worker_lines_lose_the_chatter_and_keep_the_rest():
     from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
 

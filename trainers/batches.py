@@ -28,6 +28,8 @@ from trainers.imagefolder import (
 
 # every channel count normalised alike: [0, 1] -> [-1, 1]
 MEAN, STD = 0.5, 0.5
+# seconds a loader worker may take for one micro batch before the trial fails
+LOADER_TIMEOUT_S = 300
 # micro batches each loader worker keeps decoded ahead of the step
 PREFETCH_PER_WORKER = 4
 
@@ -142,6 +144,9 @@ class Batches:
             collate_fn=collate,
             pin_memory=self.device.type == "cuda",
             prefetch_factor=PREFETCH_PER_WORKER if workers else None,
+            # a worker whose batch cannot be sent (its queue feeder thread failed) leaves the loader
+            # waiting forever: a bound turns that hang into a failed trial
+            timeout=LOADER_TIMEOUT_S if workers else 0,
         )
         # crop boxes are drawn on the host (a few scalars per image), whatever device decodes
         generator = torch.Generator().manual_seed(self.seed + 1000 * epoch + self.rank)

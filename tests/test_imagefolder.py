@@ -13,7 +13,18 @@ from raysweep.params import TrialParams
 from tests.image_folders import class_value, make_image_folder
 from trainers.batches import Batches, FolderLoading, make_batches, pad_crop
 from trainers.datasets import check_data_dir, load_dataset
-from trainers.imagefolder import CropRecipe, check_imagefolder, decode_file, random_crop_box, val_crop
+from trainers.imagefolder import (
+    CropRecipe,
+    EncodedImages,
+    FolderSplit,
+    check_imagefolder,
+    collate_encoded,
+    decode_file,
+    decode_on_device,
+    index_imagefolder,
+    random_crop_box,
+    val_crop,
+)
 
 CLASSES = ("ant", "bee", "cat")
 TRAIN_PER_CLASS, VAL_PER_CLASS = 6, 2
@@ -160,6 +171,23 @@ def test_loader_worker_processes_give_the_same_crops_as_the_main_process(folder)
     inline = [x for x, _ in batches_of(folder, workers=0).train(0, 4, 2)]
     pooled = [x for x, _ in batches_of(folder, workers=1).train(0, 4, 2)]
     assert all(torch.equal(a, c) for a, c in zip(inline, pooled))
+
+
+def test_encoded_micro_batch_crosses_a_worker_process_whole_and_decodes_to_each_files_pixels(folder):
+    # the GPU path's batch is one byte tensor and its lengths (one descriptor per batch, not per file);
+    # decode_jpeg takes the same list on the CPU, so the round trip is checked here without a GPU
+    from torch.utils.data import DataLoader
+
+    train = index_imagefolder(str(folder)).train
+    jpegs = [i for i, f in enumerate(train.files) if f.endswith(".jpg") and Path(f).stem.isdigit()]
+    split = FolderSplit([train.files[i] for i in jpegs], [train.labels[i] for i in jpegs])
+    loader = DataLoader(EncodedImages(split), batch_size=len(jpegs), num_workers=1, collate_fn=collate_encoded)
+    encoded, labels = next(iter(loader))
+    flat, lengths = encoded
+    assert flat.dim() == 1 and lengths.sum() == flat.numel() and len(lengths) == len(jpegs)
+    decoded = decode_on_device(encoded, torch.device("cpu"), 16, 3, None, torch.Generator())
+    expected = torch.stack([val_crop(decode_file(f, 3), 16) for f in split.files])
+    assert torch.equal(decoded, expected) and labels.tolist() == split.labels
 
 
 def test_sequence_parallel_ranks_of_one_group_share_a_data_parallel_rank(folder):

@@ -16,9 +16,12 @@ from pathlib import Path
 import yaml
 
 from tests.integration.conftest import explain, run_cli, table
-from tests.integration.test_sweep_cpu import assert_filled
+from tests.integration.test_sweep_cpu import REQUIRED
 
 FAULT_STEP = 12  # the 5th optimizer step of epoch 1 (8 steps an epoch): epoch 0 is reported first
+
+# One rank has no collectives, so no profiled window (trainers/train_loop.py): no comm figures.
+FILLED = [c for c in REQUIRED if c not in ("comm_kernel_ms", "comm_overlap")]
 
 SPACE = {
     "description": "isolation: a big trial, a failing one, then the same small trial at two seeds",
@@ -49,25 +52,20 @@ def test_trials_of_one_sweep_share_no_memory_seed_or_failure(tmp_path: Path):
         *("--space", str(space), "--results-dir", str(tmp_path), "--name", "iso"),
         *("--max-concurrent-trials", "1", "--no-report", "--no-dashboard"),
     )
-    # A failed trial makes the sweep's exit status non-zero; the tables are what this test reads.
+    assert proc.returncode == 1, explain(proc)  # the sweep ran to its end; not every trial completed
     sweep = tmp_path / "iso"
-    trials = table(sweep, "trials").to_pylist()
-    assert len(trials) == 4, explain(proc)
-    by_start = sorted(trials, key=lambda r: r["started_at"])
-    big, faulty, same, other = by_start
-    assert (big["micro_batch_per_worker"], faulty["inject_fault"], same["seed"], other["seed"]) == (
-        256,
-        f"raise@0:{FAULT_STEP}",
-        0,
-        1,
-    ), explain(proc)
+    trials = sorted(table(sweep, "trials").to_pylist(), key=lambda r: r["started_at"])
+    order = [(r["micro_batch_per_worker"], r["inject_fault"], r["seed"]) for r in trials]
+    assert order == [(256, "", 0), (16, f"raise@0:{FAULT_STEP}", 0), (16, "", 0), (16, "", 1)], explain(proc)
+    big, faulty, same, other = trials
 
     # (c) the failed row says so and why; the completed one after it has every figure and no error
     assert faulty["status"] == "failed" and f"injected fault at step {FAULT_STEP}" in faulty["error"], faulty
     for row in (big, same, other):
         assert row["status"] == "completed" and row["error"] is None, row
-    assert_filled(same)
-    assert_filled(other)
+    for row in (same, other):
+        empty = [c for c in FILLED if row[c] is None or row[c] != row[c]]  # None or NaN
+        assert not empty, f"trial {row['trial_id']} left columns empty: {empty}"
     assert same["optimizer_steps"] == 2 * 128 // 16
 
     # (a) fresh processes: every later trial's peak is below the big one's, in both tables

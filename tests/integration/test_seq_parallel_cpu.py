@@ -54,5 +54,7 @@ def test_sp2_on_two_ranks_takes_the_steps_of_sp1_on_one(tmp_path: Path):
     ranks = [r for r in table(sweep, "ranks").to_pylist() if r["trial_id"] == sp2["trial_id"]]
     assert sorted(r["rank"] for r in ranks) == [0, 1] and all(r["peak_mem_gib"] > 0 for r in ranks)
 
+    # Measured bit-identical over 8 steps; the tolerance allows for the pooled token sum, which SP adds up
+    # in two halves and an all-reduce rather than in one pass.
     first = {e["trial_id"]: e["train_loss"] for e in table(sweep, "epochs").to_pylist() if e["epoch"] == 0}
     assert first[sp2["trial_id"]] == pytest.approx(first[sp1["trial_id"]], rel=1e-5), first

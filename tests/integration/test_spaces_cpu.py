@@ -130,9 +130,11 @@ def test_engine_deepspeed_ddp_and_fsdp_run_the_same_trial(tmp_path):
     _, trials = run_space(tmp_path, "engine", *sets, "train_samples=128", "micro_batch_per_worker=16")
     assert sorted(r["engine"] for r in trials) == ["ddp", "deepspeed", "fsdp"]
     assert {(r["num_workers"], r["zero_stage"], r["optimizer_steps"]) for r in trials} == {(2, 0, 4)}
-    # Same data, weights, optimizer, clipping and accumulation: the engines take the same steps. In fp32
-    # they differ only in how the gradient mean is summed (all-reduce or reduce-scatter), a rounding apart.
+    # Same data, weights, optimizer, clipping and accumulation: the engines take the same steps. In fp32 on
+    # 2 ranks they come out bit-identical (a sum of two gradients has one order, and halving it is exact,
+    # whether by all-reduce or reduce-scatter); the tolerance leaves room for the gradient-norm sums of
+    # clipping, which each engine adds up in its own order.
     ddp, ds, fsdp = sorted(trials, key=lambda r: r["engine"])
     for other in (ds, fsdp):
-        assert other["final_loss"] == pytest.approx(ddp["final_loss"], rel=1e-4), (other["engine"], other, ddp)
+        assert other["final_loss"] == pytest.approx(ddp["final_loss"], rel=1e-6), (other["engine"], other, ddp)
         assert other["val_accuracy"] == pytest.approx(ddp["val_accuracy"], abs=1e-6), other["engine"]

@@ -1,0 +1,80 @@
+"""Trials of one sweep are isolated (#13): one sweep of four 1-worker trials, one at a time, in this order:
+
+0. micro batch 256, seed 0: a big activation footprint;
+1. micro batch 16, seed 0, made to fail in its second epoch (``inject_fault``), after reporting its first;
+2. micro batch 16, seed 0: the same trial without the fault;
+3. micro batch 16, seed 1.
+
+On CPU ``peak_mem_gib`` is the rank's ``ru_maxrss``, which never falls within a process: a later trial that
+shared a process with trial 0 could not report less than trial 0 did.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from tests.integration.conftest import explain, run_cli, table
+from tests.integration.test_sweep_cpu import REQUIRED
+
+FAULT_STEP = 12  # the 5th optimizer step of epoch 1 (8 steps an epoch): epoch 0 is reported first
+
+# One rank has no collectives, so no profiled window (trainers/train_loop.py): no comm figures.
+FILLED = [c for c in REQUIRED if c not in ("comm_kernel_ms", "comm_overlap")]
+
+SPACE = {
+    "description": "isolation: a big trial, a failing one, then the same small trial at two seeds",
+    "axes": [
+        {"micro_batch_per_worker": [256], "train_samples": [512], "epochs": [1]},
+        {"inject_fault": [f"raise@0:{FAULT_STEP}"]},
+        {"seed": [0, 1]},
+    ],
+    "fixed": {
+        "model": "vit_micro_patch4_32",
+        "image_size": 32,
+        "dataset": "digits",  # a validation split: val_accuracy is a figure too
+        "micro_batch_per_worker": 16,
+        "train_samples": 128,
+        "epochs": 2,
+        "warmup_steps": 1,
+        "checkpoint_every": 0,
+        "precision": "fp32",
+        "num_workers": 1,
+    },
+}
+
+
+def test_trials_of_one_sweep_share_no_memory_seed_or_failure(tmp_path: Path):
+    space = tmp_path / "isolation.yaml"
+    space.write_text(yaml.safe_dump(SPACE, sort_keys=False))
+    proc = run_cli(
+        *("--space", str(space), "--results-dir", str(tmp_path), "--name", "iso"),
+        *("--max-concurrent-trials", "1", "--no-report", "--no-dashboard"),
+    )
+    assert proc.returncode == 1, explain(proc)  # the sweep ran to its end; not every trial completed
+    sweep = tmp_path / "iso"
+    trials = sorted(table(sweep, "trials").to_pylist(), key=lambda r: r["started_at"])
+    order = [(r["micro_batch_per_worker"], r["inject_fault"], r["seed"]) for r in trials]
+    assert order == [(256, "", 0), (16, f"raise@0:{FAULT_STEP}", 0), (16, "", 0), (16, "", 1)], explain(proc)
+    big, faulty, same, other = trials
+
+    # (c) the failed row says so and why; the completed one after it has every figure and no error
+    assert faulty["status"] == "failed" and f"injected fault at step {FAULT_STEP}" in faulty["error"], faulty
+    for row in (big, same, other):
+        assert row["status"] == "completed" and row["error"] is None, row
+    for row in (same, other):
+        empty = [c for c in FILLED if row[c] is None or row[c] != row[c]]  # None or NaN
+        assert not empty, f"trial {row['trial_id']} left columns empty: {empty}"
+    assert same["optimizer_steps"] == 2 * 128 // 16
+
+    # (a) fresh processes: every later trial's peak is below the big one's, in both tables
+    ranks = {r["trial_id"]: r for r in table(sweep, "ranks").to_pylist()}
+    for row in (faulty, same, other):
+        assert row["peak_mem_gib"] < big["peak_mem_gib"], (row["trial_id"], row["peak_mem_gib"], big["peak_mem_gib"])
+        assert ranks[row["trial_id"]]["peak_mem_gib"] < ranks[big["trial_id"]]["peak_mem_gib"]
+
+    # (b) the seed reaches weights and data: seed 0 reproduces bit for bit (one fp32 rank), seed 1 differs
+    first = {e["trial_id"]: e["train_loss"] for e in table(sweep, "epochs").to_pylist() if e["epoch"] == 0}
+    assert first[faulty["trial_id"]] == first[same["trial_id"]], first
+    assert first[other["trial_id"]] != first[same["trial_id"]], first

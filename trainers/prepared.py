@@ -9,7 +9,7 @@ trials on one node build it once, under a lock file; the others wait for it, the
 Trials read it with ``prepare=auto`` (the default) when it pays: the source's images are larger than
 256 px on the short side (the median of an evenly spaced sample of the training files) and the trial's
 resolution needs no more (validation resizes to ``image_size / 0.875``: 256 at 224 px).  The build runs
-in the first trial's rank on each node, across the CPUs that rank holds; later trials find it built.
+in the first trial's rank on each node, in its ``loader_workers`` processes; later trials find it built.
 
 Location: ``<data_dir>/.raysweep-prepared/<key>/`` when ``data_dir`` is writable, else
 ``~/.cache/raysweep/prepared/<key>/``; about 0.6x the source's size for ImageNet-shaped JPEGs.

@@ -6,9 +6,15 @@ In one run, on the same device, model, batch, precision and optimizer:
 2. the full stack, Ray Tune -> Ray Train -> DeepSpeed, as a real sweep over the same batches,
    reading throughput and per-trial overhead (setup, teardown) back from its ``trials`` table;
 3. the input pipeline alone (real CIFAR-format files, uint8 on the device, resized there) and
-   a full-stack trial on those files against synthetic data.
+   a full-stack trial on those files against synthetic data;
+4. the cold-process floor (``raysweep.cold_floor``: one fresh process imports torch, timm, DeepSpeed
+   and Ray Train, builds the model and engine and takes a step), against the sweep's ``setup_s``
+   (its first trial, and the median of the later ones), and the sweep's duty cycle (``sweep.json``);
+5. with ``--image-folder DIR``: the JPEG folder's input pipeline alone (CPU decode, and GPU decode where
+   there is a GPU) as images/s and as a multiple of the model's rate, and a full-stack trial on the
+   folder against synthetic data at the same batch.
 
-It prints the ratio table and writes ``bench.json`` and ``bench.md`` to ``--out``.
+It prints the ratio table and writes ``bench.json`` and ``bench.md`` (both with the command) to ``--out``.
 ``--quick`` is the CPU form (a small ViT at 32 px) that CI runs.
 """
 
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pickle
 import sys
 import tempfile
@@ -130,15 +137,30 @@ def input_pipeline_rate(data_dir: Path, batch: int, image_size: int, batches: in
     return batch * batches / (time.perf_counter() - t0)
 
 
-def full_stack(results: Path, name: str, batches: list[int], overrides: dict) -> list[dict]:
-    """A real sweep through the Python API (batch_grid over ``batches``); its trials rows, one per batch."""
+def full_stack(results: Path, name: str, batches: list[int], overrides: dict) -> tuple[list[dict], dict]:
+    """A real sweep through the Python API (batch_grid over ``batches``): its trials rows, one per batch,
+    and the ``economy`` the sweep wrote into its ``sweep.json`` (duty cycle, median setup)."""
     from raysweep.api import run_sweep
 
     overrides = {**overrides, "epochs": 1, "micro_batch_per_worker": batches}
     result = run_sweep("batch_grid", results_dir=results, name=name, overrides=overrides, dashboard=False, report=False)
     if not result.all_completed:
         raise SystemExit(f"bench: the full-stack sweep {name} had trials that did not complete ({result.path})")
-    return result.trials.to_pylist()
+    economy = json.loads((result.path / "sweep.json").read_text())["economy"]
+    return result.trials.to_pylist(), economy
+
+
+def setup_against_floor(trials: list[dict], economy: dict, floor: dict) -> dict:
+    """The sweep's setup_s beside the cold-process floor: its first trial's, and the later ones' median."""
+    first = min(trials, key=lambda t: t["started_at"])["setup_s"]
+    later = economy["median_later_setup_s"]
+    return {
+        "floor_s": floor["floor_s"],
+        "first_setup_s": first,
+        "median_later_setup_s": later,
+        "first_over_floor_s": first - floor["floor_s"],
+        "later_over_floor_s": None if later is None else later - floor["floor_s"],
+    }
 
 
 def compare(plain: dict, trial: dict) -> dict:
@@ -155,42 +177,49 @@ def compare(plain: dict, trial: dict) -> dict:
 
 
 def run(args: argparse.Namespace) -> dict:
+    from raysweep.cold_floor import cold_floor
+    from trainers.models import native_image_size
+
     quick = args.quick
     model = args.model or ("vit_micro_patch4_32" if quick else "vit_base_patch16_224")
     batches = [int(b) for b in args.batches.split(",")] if args.batches else ([16, 32] if quick else [64, 128, 256])
     steps = 8 if quick else 30
+    big = max(batches)
     tmp = Path(tempfile.mkdtemp(prefix="raysweep-bench-"))
     stack = {"model": model, "train_samples": steps * max(batches), "warmup_steps": 3}
 
+    # first, while nothing else holds the device or the CPUs
+    floor = None if args.no_floor else cold_floor(model, big)
     plain = [plain_pytorch(model, b, steps, warmup=3) for b in batches]
     if args.compile:
         plain.append(plain_pytorch(model, max(batches), steps, warmup=3, compile=True))
     if torch.cuda.is_available():
         torch.cuda.empty_cache()  # the trials below run in other processes on the same device
     synthetic = {**stack, "dataset": "synthetic", "max_steps_per_epoch": steps}
-    trials = full_stack(tmp, "stack", batches, synthetic)
+    trials, economy = full_stack(tmp, "stack", batches, synthetic)
     compiled = []
     if args.compile:
-        compiled = full_stack(tmp, "stack-compiled", [max(batches)], {**synthetic, "compile": True})
+        compiled, _ = full_stack(tmp, "stack-compiled", [max(batches)], {**synthetic, "compile": True})
 
     by_batch = {t["micro_batch_per_worker"]: t for t in trials}
     rows = [compare(p, by_batch[p["batch"]]) for p in plain if not p["compile"]]
     rows += [compare(p, compiled[0]) for p in plain if p["compile"]]
 
-    big = max(batches)
     num_train = 5_000 if quick else 50_000
     cifar = write_cifar10(tmp / "cifar", num_train)
-    from trainers.models import native_image_size
-
     pipeline = input_pipeline_rate(cifar, big, native_image_size(model), batches=20)
-    real = full_stack(tmp, "cifar", [big], {**synthetic, "dataset": "cifar10", "data_dir": str(cifar)})[0]
+    real = full_stack(tmp, "cifar", [big], {**synthetic, "dataset": "cifar10", "data_dir": str(cifar)})[0][0]
     synthetic_trial = by_batch[big]
+    folder = None
+    if args.image_folder:
+        folder = image_folder_figures(args, tmp, model, big, synthetic, synthetic_trial["throughput"])
     flops = train_flops_per_image(model)
     peak = matmul_peak_tflops()
     return {
         "date": time.strftime("%Y-%m-%d"),
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
         "model": model,
+        "command": args.command,
         "argv": sys.argv,
         "rows": rows,
         "input_pipeline": {
@@ -201,6 +230,10 @@ def run(args: argparse.Namespace) -> dict:
             "cifar_over_synthetic": real["throughput"] / synthetic_trial["throughput"],
             "data_wait_fraction": real["data_wait_fraction"],
         },
+        "cold_floor": floor,
+        "setup_against_floor": None if floor is None else setup_against_floor(trials, economy, floor),
+        "economy": economy,
+        "image_folder": folder,
         "train_gflops_per_image": flops / 1e9,
         "peak_bf16_tflops": peak,
         "mfu": {
@@ -208,6 +241,47 @@ def run(args: argparse.Namespace) -> dict:
         }
         if peak
         else None,  # fmt: skip
+    }
+
+
+def image_folder_figures(
+    args: argparse.Namespace, tmp: Path, model: str, batch: int, synthetic: dict, model_img_s: float
+) -> dict:
+    """The folder's input pipeline alone per decoder, and a full-stack trial on it against synthetic data."""
+    from trainers.input_pipeline import measure_input_pipeline
+    from trainers.models import native_image_size
+    from trainers.prepared import prepare_imagefolder
+
+    gpu = torch.cuda.is_available()
+    workers = args.loader_workers or (max(1, min(8, (os.cpu_count() or 2) - 2)) if gpu else 1)
+    data_dir, build_s = args.image_folder, None
+    if args.prepared:  # measure the 256-px copy the trials read with prepare=auto, built here first
+        started = time.perf_counter()
+        data_dir = prepare_imagefolder(args.image_folder, workers=max(1, (os.cpu_count() or 2) - 1))
+        build_s = time.perf_counter() - started
+    seconds = args.pipeline_seconds or (3.0 if args.quick else 20.0)
+    size = native_image_size(model)
+    pipelines = {}
+    for decode in ("cpu", "gpu") if gpu else ("cpu",):
+        measured = measure_input_pipeline(data_dir, size, batch, decode, workers, seconds)
+        pipelines[decode] = {**measured, "over_model": measured["images_per_s"] / model_img_s}
+    # a GPU rank's extra CPUs feed its loader; a CPU rank's would also change its compute
+    loading = {"loader_workers": workers, **({"cpus_per_worker": workers + 1} if gpu else {})}
+    overrides = {**synthetic, "dataset": "imagefolder", "data_dir": data_dir, "prepare": "off", **loading}
+    trial = full_stack(tmp, "folder", [batch], overrides)[0][0]
+    return {
+        "folder": args.image_folder,
+        "read": data_dir,
+        "prepared_build_s": build_s,
+        "batch": batch,
+        "image_size": size,
+        "loader_workers": workers,
+        "pipeline": pipelines,
+        "model_img_s": model_img_s,
+        "stack_img_s": trial["throughput"],
+        "stack_over_synthetic": trial["throughput"] / model_img_s,
+        "data_wait_fraction": trial["data_wait_fraction"],
+        "setup_s": trial["setup_s"],
     }
 
 
@@ -220,12 +294,15 @@ def report(result: dict) -> str:
     ]
     pipe = result["input_pipeline"]
     lines = [
-        f"{result['model']} on {result['device']}, {result['date']}",
+        f"{result['model']} on {result['device']}, {result['date']}: {result['command']}",
         format_table(header, body),
         f"input pipeline alone: {pipe['pipeline_img_s']:.0f} img/s at batch {pipe['batch']} "
         f"(model: {pipe['model_img_s']:.0f} img/s on synthetic data)",
         f"CIFAR files through the full stack: {pipe['cifar_img_s']:.0f} img/s = "
         f"{pipe['cifar_over_synthetic']:.3f} x synthetic, data_wait_fraction {pipe['data_wait_fraction']:.4f}",
+        *folder_lines(result["image_folder"]),
+        *floor_lines(result["cold_floor"], result["setup_against_floor"]),
+        economy_summary(result["economy"]),
         f"training FLOPs per image: {result['train_gflops_per_image']:.1f} GFLOP",
     ]
     if result["peak_bf16_tflops"]:
@@ -234,14 +311,66 @@ def report(result: dict) -> str:
     return "\n".join(lines)
 
 
+def floor_lines(floor: dict | None, against: dict | None) -> list[str]:
+    if floor is None:
+        return ["cold-process floor: not measured (--no-floor)"]
+    phases = ", ".join(f"{k} {v:.1f}" for k, v in floor["since_launch_s"].items())
+    later, over = against["median_later_setup_s"], against["later_over_floor_s"]
+    later_text = "no later trial" if later is None else f"later trials' median {later:.1f} s ({over:+.1f})"
+    return [
+        f"cold-process floor (batch {floor['batch']}): {floor['floor_s']:.1f} s to the first step's end; "
+        f"phases end at s: {phases}",
+        f"  measured by: {floor['command']}",
+        f"sweep setup_s against it: first trial {against['first_setup_s']:.1f} s "
+        f"({against['first_over_floor_s']:+.1f}), {later_text}",
+    ]
+
+
+def economy_summary(economy: dict) -> str:
+    duty = economy["duty_cycle"]
+    duty_text = "n/a" if duty is None else f"{duty:.3f}"
+    return (
+        f"the stack sweep's duty cycle (sweep.json): {duty_text} over {economy['wall_s']:.1f} s "
+        f"on {economy['devices']:g} devices"
+    )
+
+
+def folder_lines(folder: dict | None) -> list[str]:
+    if folder is None:
+        return []
+    built = "" if folder["prepared_build_s"] is None else f", prepared copy built in {folder['prepared_build_s']:.1f} s"
+    lines = [f"image folder {folder['read']} at {folder['image_size']} px, batch {folder['batch']}, "
+             f"{folder['loader_workers']} loader workers{built}:"]  # fmt: skip
+    for decode, p in folder["pipeline"].items():
+        lines.append(
+            f"  input pipeline alone, decode {decode}: {p['images_per_s']:.0f} img/s = "
+            f"{p['over_model']:.2f} x the model ({folder['model_img_s']:.0f} img/s)"
+        )
+    lines.append(
+        f"  full stack: {folder['stack_img_s']:.0f} img/s = {folder['stack_over_synthetic']:.3f} x synthetic, "
+        f"data_wait_fraction {folder['data_wait_fraction']:.4f}"
+    )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m raysweep.bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="the CPU form: small ViT at 32 px, small batches")
     p.add_argument("--model", help="model (default: vit_base_patch16_224, or vit_micro_patch4_32 with --quick)")
     p.add_argument("--batches", help="comma-separated micro batches (default 64,128,256; 16,32 with --quick)")
     p.add_argument("--compile", action="store_true", help="also measure torch.compile at the largest batch")
+    p.add_argument("--no-floor", action="store_true", help="skip the cold-process floor (a fresh process, 8-20 s)")
+    p.add_argument("--image-folder", metavar="DIR", help="also measure this train/<class>/, val/<class>/ folder")
+    p.add_argument("--prepared", action="store_true", help="with --image-folder: measure its prepared 256-px copy")
+    p.add_argument(
+        "--loader-workers", type=int, default=0, help="image folder loader processes (0: 8 on GPU, 1 on CPU)"
+    )
+    p.add_argument(
+        "--pipeline-seconds", type=float, default=0.0, help="input pipeline timing (0: 20 s, 3 with --quick)"
+    )
     p.add_argument("--out", default="bench-results", help="directory for bench.json and bench.md")
     args = p.parse_args(argv)
+    args.command = " ".join(["python -m raysweep.bench", *(sys.argv[1:] if argv is None else argv)])
     result = run(args)
     text = report(result)
     print(text)

@@ -22,6 +22,7 @@ OPTIMIZERS = ("adamw", "sgd", "lamb")
 ENGINES = ("deepspeed", "ddp", "fsdp")
 LR_SCHEDULES = ("constant", "cosine")
 DECODERS = ("auto", "cpu", "gpu")
+PREPARES = ("auto", "off")
 AMPS = ("auto", "autocast", "deepspeed")
 DATA_SCALINGS = ("fixed", "per_worker")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -143,6 +144,13 @@ class TrialParams:
     loader_workers: int = field(
         default=0, metadata={"doc": "imagefolder decode processes per rank; 0 = from the rank's CPUs"}
     )
+    prepare: str = field(
+        default="auto",
+        metadata={
+            "doc": "imagefolder: auto = read a copy resized to 256 px on the short side, built once per node, "
+            "where the source is larger and image_size <= 224 | off = always the source"
+        },
+    )
     seed: int = field(default=0, metadata={"doc": "seed for data order and weights"})
     checkpoint_every: int = field(
         default=1, metadata={"doc": "checkpoint the engine every N epochs (trials of more than one epoch); 0 = never"}
@@ -231,6 +239,7 @@ class TrialParams:
         choose("amp", self.amp, AMPS)
         choose("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         choose("decode", self.decode, DECODERS)
+        choose("prepare", self.prepare, PREPARES)
         choose("in_chans", self.in_chans, (1, 3))
         choose("data_scaling", self.data_scaling, DATA_SCALINGS)
         choose("zero_stage", self.zero_stage, ZERO_STAGES)

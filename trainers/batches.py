@@ -6,6 +6,7 @@ through a DataLoader whose worker processes decode this rank's shard (``trainers
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from trainers.imagefolder import (
     collate_encoded,
     decode_on_device,
 )
+from trainers.prepared import pays_to_prepare, prepared_index, prepared_root
 
 # every channel count normalised alike: [0, 1] -> [-1, 1]
 MEAN, STD = 0.5, 0.5
@@ -219,5 +221,20 @@ def make_batches(
         params.decode,
         loader_workers(params),
     )
+    data = folder_to_read(params, data, image_size, loading.workers, rank)
     dp_rank = rank // params.sequence_parallel
     return Batches(data, device, image_size, input_dtype, dp_rank, params.data_parallel_size, params.seed, loading)
+
+
+def folder_to_read(params: TrialParams, data: ImageData, image_size: int, workers: int, rank: int) -> ImageData:
+    """``data`` reading the image folder's prepared copy where it pays (``prepare=auto``), else unchanged.
+
+    The first trial on a node builds the copy with ``workers`` processes (its ranks there wait on the lock);
+    every later trial of the sweep, and of later sweeps over the unchanged folder, reuses it.
+    """
+    if data.folder is None or params.prepare == "off" or not pays_to_prepare(data.folder, image_size):
+        return data
+    folder = prepared_index(params.data_dir, data.folder, workers)
+    if rank == 0:
+        print(f"raysweep: imagefolder reads its prepared copy under {prepared_root(params.data_dir)}", flush=True)
+    return dataclasses.replace(data, folder=folder)

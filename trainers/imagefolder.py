@@ -150,11 +150,16 @@ def train_crop(image: torch.Tensor, size: int, recipe: CropRecipe, generator: to
     return out
 
 
+def val_short_side(size: int) -> int:
+    """The shorter side validation resizes to before its centre crop: 256 for 224."""
+    return int(size / VAL_CROP_FRACTION)
+
+
 def val_crop(image: torch.Tensor, size: int) -> torch.Tensor:
     """Resize the shorter side to size / 0.875, then the centre size x size: deterministic."""
     from torchvision.transforms.v2.functional import center_crop, resize
 
-    return center_crop(resize(image, [int(size / VAL_CROP_FRACTION)], antialias=True), [size, size])
+    return center_crop(resize(image, [val_short_side(size)], antialias=True), [size, size])
 
 
 class DecodedImages(Dataset):

@@ -1,14 +1,19 @@
-"""The benchmark's CPU form runs end to end: plain PyTorch, the full stack and the input pipeline, one table."""
+"""The benchmark's CPU form runs end to end: plain PyTorch, the full stack, the input pipelines, the cold-process
+floor and the sweep's duty cycle, one table."""
 
 from __future__ import annotations
 
 import json
 
+from tests.image_folders import make_image_folder
 from tests.integration.conftest import explain, run_cli
 
 
 def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
-    proc = run_cli("--quick", "--out", str(tmp_path), module="raysweep.bench", timeout=900)
+    folder = make_image_folder(tmp_path / "images", ("a", "b"), train_per_class=24, val_per_class=4)
+    proc = run_cli(
+        "--quick", "--image-folder", str(folder), "--out", str(tmp_path), module="raysweep.bench", timeout=900
+    )
     assert proc.returncode == 0, explain(proc)
     result = json.loads((tmp_path / "bench.json").read_text())
     assert [r["batch"] for r in result["rows"]] == [16, 32]
@@ -19,3 +24,17 @@ def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
     assert pipe["pipeline_img_s"] > pipe["model_img_s"] > 0  # the data path outruns the model
     assert 0 <= pipe["data_wait_fraction"] < 1 and pipe["cifar_img_s"] > 0
     assert "plain img/s" in proc.stdout and (tmp_path / "bench.md").is_file()
+    assert result["command"].startswith("python -m raysweep.bench --quick")
+
+    floor = result["cold_floor"]
+    phases = list(floor["since_launch_s"].values())
+    assert phases == sorted(phases) and floor["floor_s"] == phases[-1] > floor["startup_s"] >= 0
+    against = result["setup_against_floor"]
+    assert against["first_setup_s"] > 0 and against["median_later_setup_s"] > 0
+    assert 0 < result["economy"]["duty_cycle"] < 1 and result["economy"]["wall_s"] > 0
+
+    images = result["image_folder"]
+    assert list(images["pipeline"]) == ["cpu"]  # no GPU: no GPU decode
+    assert images["pipeline"]["cpu"]["images_per_s"] > 0 and images["pipeline"]["cpu"]["over_model"] > 0
+    assert images["stack_img_s"] > 0 and 0 <= images["data_wait_fraction"] < 1
+    assert "cold-process floor" in proc.stdout and "decode cpu" in proc.stdout

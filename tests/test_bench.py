@@ -1,0 +1,33 @@
+"""The benchmark's arithmetic: setup_s against the cold-process floor, from a sweep's rows and economy."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from raysweep.bench import floor_lines, setup_against_floor
+
+
+def at(second: int) -> datetime:
+    return datetime(2026, 12, 3, 0, 0, second, tzinfo=timezone.utc)
+
+
+def test_the_first_trial_is_the_earliest_started_and_the_later_median_comes_from_the_economy():
+    trials = [{"started_at": at(30), "setup_s": 6.0}, {"started_at": at(0), "setup_s": 20.0}]
+    economy = {"median_later_setup_s": 6.0}
+    against = setup_against_floor(trials, economy, {"floor_s": 14.0})
+    assert against == {
+        "floor_s": 14.0,
+        "first_setup_s": 20.0,
+        "median_later_setup_s": 6.0,
+        "first_over_floor_s": 6.0,
+        "later_over_floor_s": -8.0,
+    }
+
+
+def test_a_sweep_of_one_trial_has_no_later_figure():
+    against = setup_against_floor(
+        [{"started_at": at(0), "setup_s": 16.0}], {"median_later_setup_s": None}, {"floor_s": 14.0}
+    )
+    assert against["later_over_floor_s"] is None and against["first_over_floor_s"] == 2.0
+    floor = {"floor_s": 14.0, "batch": 32, "since_launch_s": {"first step": 14.0}, "command": "python -m x"}
+    assert "no later trial" in floor_lines(floor, against)[-1] and "(+2.0)" in floor_lines(floor, against)[-1]

@@ -17,7 +17,15 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from raysweep.max_batch import ProbeOutcome, SearchLimits, clip_to_edges, find_max_batches, max_batch_table
+from raysweep.errors import UsageError
+from raysweep.max_batch import (
+    ProbeOutcome,
+    SearchLimits,
+    clip_to_edges,
+    configurations,
+    find_max_batches,
+    max_batch_table,
+)
 from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
 from raysweep.recorder import ResultTablesCallback
@@ -90,6 +98,12 @@ class FitToEdges:
         path = max_batch_path(self.store)
         if path.is_file():
             rows = pq.read_table(path).to_pylist()
+            missing = set(configurations(trials)) - {row["configuration"] for row in rows}
+            if missing:
+                raise UsageError(
+                    f"find-max-batch: {path} has no row for configuration {sorted(missing)[0]}; it was written for "
+                    "another space: move it away to search again"
+                )
             print(f"find-max-batch: using {path} ({len(rows)} configurations); not searching again")
         else:
             rows = find_max_batches(trials, ProbeRounds(self.options, self.store), self.limits)

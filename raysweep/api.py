@@ -22,7 +22,7 @@ import pyarrow as pa
 from raysweep.checks import check_trial
 from raysweep.cluster import check_reachable
 from raysweep.errors import UsageError
-from raysweep.max_batch import SearchLimits, configurations
+from raysweep.max_batch import SearchLimits, configurations, max_batch_path
 from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
 from raysweep.plan import local_capacity, plan_trials
@@ -144,11 +144,13 @@ def run_planned(options: SweepOptions, space: SearchSpace) -> SweepResult:
     capacity = None if options.address else local_capacity(static, None)
     trials, notes = plan_trials(space, capacity) if capacity else (None, [])
     store = prepare_results_dir(options.results_dir, sweep)
-    from raysweep.max_batch_run import FitToEdges
     from raysweep.sweep import run_sweep as run_on_ray
 
-    limits = options.find_max_batch
-    fit_batches = FitToEdges(options, store, limits) if limits is not None else None
+    fit_batches = None
+    if options.find_max_batch is not None:
+        from raysweep.max_batch_run import FitToEdges
+
+        fit_batches = FitToEdges(options, store, options.find_max_batch)
     report = run_on_ray(options, space, sweep, store, trials, notes, fit_batches)
     return SweepResult(store.root, report)
 
@@ -159,9 +161,6 @@ def resume_sweep(path: str | Path, options: SweepOptions) -> SweepResult:
     if options.log_to:
         raise UsageError("--log-to applies when a sweep starts; a resumed sweep keeps the trackers it started with")
     store = open_sweep(path)
-    from raysweep.max_batch_run import max_batch_path
-    from raysweep.sweep import resume_sweep as resume_on_ray
-
     # The sweep's trials were clipped to its edges when it started: resuming reuses them, never searches.
     edges = max_batch_path(store)
     if edges.is_file():
@@ -171,6 +170,7 @@ def resume_sweep(path: str | Path, options: SweepOptions) -> SweepResult:
             f"--find-max-batch with --resume: {store.root} has no max_batch table; a resumed sweep keeps the "
             "trials it started with (start a new sweep to search)"
         )
+    from raysweep.sweep import resume_sweep as resume_on_ray
 
     report = resume_on_ray(options, store)
     return SweepResult(store.root, report)

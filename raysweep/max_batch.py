@@ -18,6 +18,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +26,7 @@ import pyarrow as pa
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
 from raysweep.schema import MAX_BATCH
+from raysweep.store import ResultStore
 
 # A probe is 2 warm-up steps (memory settles: the optimizer state exists after the first step)
 # and 3 timed ones (a first throughput), in one epoch without checkpoints or a profiled window.
@@ -201,6 +203,11 @@ def find_max_batches(trials: list[TrialParams], probe: Probe, limits: SearchLimi
             raise ValueError(f"the probe answered {len(outcomes)} outcomes for {len(proposed)} probes")
         for (key, batch), outcome in zip(proposed, outcomes):
             searches[key].record(batch, outcome)
+
+
+def max_batch_path(store: ResultStore) -> Path:
+    """Where the sweep's search writes its table (one file: the search ends once, in the sweep's process)."""
+    return store.table_dir("max_batch") / "max_batch.parquet"
 
 
 def max_batch_table(rows: list[dict[str, Any]], sweep: str) -> pa.Table:

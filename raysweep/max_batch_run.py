@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -24,6 +23,7 @@ from raysweep.max_batch import (
     clip_to_edges,
     configurations,
     find_max_batches,
+    max_batch_path,
     max_batch_table,
 )
 from raysweep.options import SweepOptions
@@ -31,12 +31,6 @@ from raysweep.params import TrialParams
 from raysweep.recorder import ResultTablesCallback
 from raysweep.store import ResultStore, atomic_write_table
 from raysweep.sweep import trials_tuner, tune_environment
-
-TABLE_FILE = "max_batch.parquet"
-
-
-def max_batch_path(store: ResultStore) -> Path:
-    return store.table_dir("max_batch") / TABLE_FILE
 
 
 class ProbeRounds:

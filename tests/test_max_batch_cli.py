@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+import raysweep
+from raysweep.api import resume_sweep
+from raysweep.errors import UsageError
 from raysweep.max_batch import SearchLimits
+from raysweep.options import SweepOptions
 from raysweep.tune import parse_command
 from tests.cli_helpers import no_sweep_starts, table_rows  # noqa: F401
 from tests.cli_helpers import run_main as run_cli
@@ -52,3 +56,20 @@ def test_a_fixed_global_batch_is_refused_before_anything_starts(capsys, results)
         capsys, "--space", "batch_grid", "--find-max-batch", "--set", "global_batch=256", "--results-dir", results
     )
     assert code == 2 and "global_batch=256" in err and "set global_batch=0" in err
+
+
+def test_the_api_honours_find_max_batch_refusing_a_fixed_global_batch_before_anything_is_written(tmp_path):
+    results = tmp_path / "results"
+    with pytest.raises(UsageError, match="global_batch=256"):
+        raysweep.run_sweep(
+            "batch_grid", overrides={"global_batch": 256}, results_dir=results, dashboard=False, find_max_batch=True
+        )
+    assert not results.exists()
+
+
+def test_resuming_with_find_max_batch_a_sweep_that_never_searched_is_refused(tmp_path):
+    sweep = tmp_path / "s"
+    (sweep / "_tune").mkdir(parents=True)
+    (sweep / "sweep.json").write_text("{}")
+    with pytest.raises(UsageError, match="has no max_batch table; a resumed sweep keeps the trials"):
+        resume_sweep(sweep, SweepOptions(find_max_batch=SearchLimits()))

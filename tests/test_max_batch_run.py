@@ -7,8 +7,15 @@ import json
 import pytest
 
 from raysweep.errors import UsageError
-from raysweep.max_batch import ProbeOutcome, SearchLimits, configuration_key, max_batch_table, search_plan
-from raysweep.max_batch_run import FitToEdges, edge_line, max_batch_path, outcomes_of, round_line
+from raysweep.max_batch import (
+    ProbeOutcome,
+    SearchLimits,
+    configuration_key,
+    max_batch_path,
+    max_batch_table,
+    search_plan,
+)
+from raysweep.max_batch_run import FitToEdges, edge_line, outcomes_of, round_line
 from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
 from raysweep.store import ResultStore, atomic_write_table

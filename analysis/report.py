@@ -228,7 +228,10 @@ def weak_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
 
 def batch_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     if not analysis.batch:
-        return []
+        # --find-max-batch of a one-batch grid runs each configuration at its edge only: no batch analysis,
+        # but the search's table is still the report's.
+        found = max_batch_section(analysis)
+        return [Heading("Batch size"), *found] if found else []
     blocks: list[Block] = [
         Heading("Batch size"),
         Paragraph(

@@ -22,6 +22,7 @@ import pyarrow as pa
 from raysweep.checks import check_trial
 from raysweep.cluster import check_reachable
 from raysweep.errors import UsageError
+from raysweep.max_batch import SearchLimits, configurations, max_batch_path
 from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
 from raysweep.plan import local_capacity, plan_trials
@@ -48,6 +49,11 @@ class SweepResult:
     def ranks(self) -> pa.Table:
         return read_table(self.path / "ranks", "ranks")
 
+    @functools.cached_property
+    def max_batch(self) -> pa.Table:
+        """``--find-max-batch``'s table (empty when the sweep did not search)."""
+        return read_table(self.path / "max_batch", "max_batch")
+
     @property
     def all_completed(self) -> bool:
         statuses = self.trials.column("status").to_pylist()
@@ -68,11 +74,14 @@ def run_sweep(
     dashboard_host: str = "127.0.0.1",
     report: bool = True,
     log_to: tuple[str, ...] = (),
+    find_max_batch: bool | SearchLimits = False,
 ) -> SweepResult:
     """Run ``space`` (a bundled name, a YAML path, or a mapping with a space file's keys) and return its tables.
 
-    ``overrides`` sets trial parameters as ``--set`` does (a list makes an axis). Everything is checked
-    before Ray starts; bad input raises ``UsageError``.
+    ``overrides`` sets trial parameters as ``--set`` does (a list makes an axis). ``find_max_batch`` (True,
+    or ``SearchLimits`` to bound the search) first finds each configuration's largest micro batch that fits
+    and sweeps the grid clipped to it (``<sweep>/max_batch/``). Everything is checked before Ray starts;
+    bad input raises ``UsageError``.
     """
     options = SweepOptions(
         results_dir=str(results_dir),
@@ -85,6 +94,7 @@ def run_sweep(
         dashboard_host=dashboard_host,
         report=report,
         log_to=tuple(log_to),
+        find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None,
     )
     return run_planned(options, resolve_space(space, overrides or {}))
 
@@ -107,6 +117,8 @@ def check_space(space: SearchSpace, options: SweepOptions) -> list[TrialParams]:
     trials = space.expand()
     for params in trials:
         check_trial(params, local_files=not options.address)
+    if options.find_max_batch is not None:
+        configurations(trials)  # refuses a space whose global_batch fixes the micro batch
     return trials
 
 
@@ -134,7 +146,12 @@ def run_planned(options: SweepOptions, space: SearchSpace) -> SweepResult:
     store = prepare_results_dir(options.results_dir, sweep)
     from raysweep.sweep import run_sweep as run_on_ray
 
-    report = run_on_ray(options, space, sweep, store, trials, notes)
+    fit_batches = None
+    if options.find_max_batch is not None:
+        from raysweep.max_batch_run import FitToEdges
+
+        fit_batches = FitToEdges(options, store, options.find_max_batch)
+    report = run_on_ray(options, space, sweep, store, trials, notes, fit_batches)
     return SweepResult(store.root, report)
 
 
@@ -144,6 +161,15 @@ def resume_sweep(path: str | Path, options: SweepOptions) -> SweepResult:
     if options.log_to:
         raise UsageError("--log-to applies when a sweep starts; a resumed sweep keeps the trackers it started with")
     store = open_sweep(path)
+    # The sweep's trials were clipped to its edges when it started: resuming reuses them, never searches.
+    edges = max_batch_path(store)
+    if edges.is_file():
+        print(f"find-max-batch: keeping {edges}; the sweep resumes at the micro batches it was clipped to")
+    elif options.find_max_batch is not None:
+        raise UsageError(
+            f"--find-max-batch with --resume: {store.root} has no max_batch table; a resumed sweep keeps the "
+            "trials it started with (start a new sweep to search)"
+        )
     from raysweep.sweep import resume_sweep as resume_on_ray
 
     report = resume_on_ray(options, store)
@@ -194,4 +220,4 @@ def prepare_results_dir(results_dir: str, sweep: str) -> ResultStore:
     return store
 
 
-__all__ = ["SweepOptions", "SweepResult", "load_sweep", "resume_sweep", "run_sweep"]
+__all__ = ["SearchLimits", "SweepOptions", "SweepResult", "load_sweep", "resume_sweep", "run_sweep"]

@@ -18,33 +18,20 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
+from raysweep.schema import MAX_BATCH
+from raysweep.store import ResultStore
 
 # A probe is 2 warm-up steps (memory settles: the optimizer state exists after the first step)
 # and 3 timed ones (a first throughput), in one epoch without checkpoints or a profiled window.
 PROBE_WARMUP_STEPS = 2
 PROBE_TIMED_STEPS = 3
-
-# The result table (one row per configuration); the lead moves it into raysweep/schema.py.
-MAX_BATCH = pa.schema(
-    [
-        ("sweep", pa.string()),
-        ("configuration", pa.string()),  # JSON of the trial parameters less the micro batch
-        ("max_micro_batch", pa.int32()),  # NULL: not even the smallest probe fitted
-        ("first_oom_micro_batch", pa.int32()),  # the smallest batch that ran out of memory; NULL if none did
-        ("peak_mem_gib", pa.float64()),  # of the max_micro_batch probe
-        ("throughput", pa.float64()),  # samples/s of the max_micro_batch probe (a few steps only)
-        ("probes", pa.int32()),
-        ("probed_micro_batches", pa.list_(pa.int32())),  # in the order probed
-        ("probe_statuses", pa.list_(pa.string())),  # completed | oom | failed, one per probed batch
-        ("error", pa.string()),  # a probe's failure other than out of memory, which ends the search
-    ]
-)
 
 
 @dataclass(frozen=True)
@@ -70,6 +57,10 @@ class ProbeOutcome:
 Probe = Callable[[list[TrialParams]], list[ProbeOutcome]]
 
 
+# The command line's names of the limits it sets.
+LIMIT_FLAGS = {"max_probes": "--max-batch-probes", "resolution": "--max-batch-resolution"}
+
+
 @dataclass(frozen=True)
 class SearchLimits:
     """How far and how finely each configuration is searched."""
@@ -81,7 +72,10 @@ class SearchLimits:
     def __post_init__(self) -> None:
         for name in ("max_probes", "max_micro_batch", "resolution"):
             if getattr(self, name) < 1:
-                raise UsageError(f"find-max-batch: {name} must be >= 1, got {getattr(self, name)}")
+                flag = LIMIT_FLAGS.get(name, "")
+                raise UsageError(
+                    f"find-max-batch: {name}{f' ({flag})' if flag else ''} must be >= 1, got {getattr(self, name)}"
+                )
 
 
 @dataclass
@@ -158,6 +152,31 @@ def configurations(trials: list[TrialParams]) -> dict[str, list[TrialParams]]:
     return groups
 
 
+def search_plan(trials: list[TrialParams], limits: SearchLimits) -> list[str]:
+    """What ``--find-max-batch`` would probe, for a dry run: the search, then each configuration's first probe."""
+    groups = configurations(trials)
+    plural = "s" if len(groups) != 1 else ""
+    lines = [
+        f"find-max-batch: {len(groups)} configuration{plural} would be probed before the sweep, each with at most "
+        f"{limits.max_probes} probe trials of {PROBE_WARMUP_STEPS + PROBE_TIMED_STEPS} steps: doubling from the "
+        f"smallest micro batch of its grid (at most {limits.max_micro_batch}) until one runs out of memory, then "
+        f"bisection to within {limits.resolution}; each grid is then clipped to its edge"
+    ]
+    # A configuration is named by what tells it from the others (the full key is in the table).
+    varied = [
+        name
+        for name in TrialParams.field_names()
+        if name != "micro_batch_per_worker" and len({str(getattr(t, name)) for t in trials}) > 1
+    ]
+    for number, group in enumerate(groups.values()):
+        grid = sorted({t.micro_batch_per_worker for t in group})
+        named = " ".join(f"{name}={getattr(group[0], name)}" for name in varied)
+        lines.append(
+            f"  configuration {number}{' ' + named if named else ''}: first probe at micro batch {grid[0]}, grid {grid}"
+        )
+    return lines
+
+
 def probe_trials(params: TrialParams, micro_batch: int) -> TrialParams:
     """A short trial of the configuration at ``micro_batch``: one epoch of a few steps, nothing saved."""
     return dataclasses.replace(
@@ -184,6 +203,11 @@ def find_max_batches(trials: list[TrialParams], probe: Probe, limits: SearchLimi
             raise ValueError(f"the probe answered {len(outcomes)} outcomes for {len(proposed)} probes")
         for (key, batch), outcome in zip(proposed, outcomes):
             searches[key].record(batch, outcome)
+
+
+def max_batch_path(store: ResultStore) -> Path:
+    """Where the sweep's search writes its table (one file: the search ends once, in the sweep's process)."""
+    return store.table_dir("max_batch") / "max_batch.parquet"
 
 
 def max_batch_table(rows: list[dict[str, Any]], sweep: str) -> pa.Table:

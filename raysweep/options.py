@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 from raysweep.errors import UsageError
+from raysweep.max_batch import SearchLimits
 from raysweep.trackers import check_trackers
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -25,6 +26,7 @@ class SweepOptions:
     log_to: tuple[str, ...] = ()  # experiment trackers: mlflow, wandb
     retry_failed: bool = False  # resume only: run failed trials again
     command: tuple[str, ...] = ()  # what started the sweep, recorded in sweep.json
+    find_max_batch: SearchLimits | None = None  # search each configuration's largest micro batch first; None = no
 
     def check(self) -> None:
         """Refuse bad options with the messages the CLI prints (they name the flag)."""

@@ -5,6 +5,10 @@ A sweep directory holds three tables, one Parquet file per trial in each:
 * ``trials/``: one row per trial, what it ran and what it measured;
 * ``epochs/``: one row per trial and epoch;
 * ``ranks/``: one row per trial and rank, for stragglers and heterogeneous hardware.
+
+and with ``--find-max-batch`` a fourth, written once by the sweep's process:
+
+* ``max_batch/max_batch.parquet``: one row per configuration, its largest micro batch that fits.
 """
 
 from __future__ import annotations
@@ -92,13 +96,30 @@ TRIALS = unique(
 EPOCHS = unique(KEYS + report_fields(EpochReport))
 RANKS = unique(KEYS + report_fields(RankReport))
 
-TABLES: dict[str, pa.Schema] = {"trials": TRIALS, "epochs": EPOCHS, "ranks": RANKS}
+# Not a report of a trial but the search's verdict per configuration: its columns are listed here, with their docs.
+MAX_BATCH_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("sweep", pa.string(), "the sweep's name"),
+    ("configuration", pa.string(), "JSON of the trial parameters less `micro_batch_per_worker`"),
+    ("max_micro_batch", pa.int32(), "largest micro batch per worker that fitted; NULL: not even the smallest probed"),
+    ("first_oom_micro_batch", pa.int32(), "smallest probed micro batch that ran out of memory; NULL if none did"),
+    ("peak_mem_gib", pa.float64(), "peak memory of the `max_micro_batch` probe's busiest rank"),
+    ("throughput", pa.float64(), "samples/s of the `max_micro_batch` probe (a few timed steps)"),
+    ("probes", pa.int32(), "probe trials run for this configuration"),
+    ("probed_micro_batches", pa.list_(pa.int32()), "the micro batches probed, in order"),
+    ("probe_statuses", pa.list_(pa.string()), "completed, oom or failed, one per probed micro batch"),
+    ("error", pa.string(), "a probe's failure other than out of memory, which ended this configuration's search"),
+]
+MAX_BATCH = pa.schema([(name, arrow) for name, arrow, _ in MAX_BATCH_COLUMNS])
+
+TABLES: dict[str, pa.Schema] = {"trials": TRIALS, "epochs": EPOCHS, "ranks": RANKS, "max_batch": MAX_BATCH}
 KEY_DOCS = {"sweep": "the sweep's name", "trial_id": "Tune's trial id"}
 TABLE_SOURCES = {"trials": (TrialRecord, TrialReport), "epochs": (EpochReport,), "ranks": (RankReport,)}
 
 
 def column_docs(table: str) -> dict[str, str]:
     """Each measured column's meaning, from its report field (configuration columns are the trial parameters)."""
+    if table == "max_batch":
+        return {name: doc for name, _, doc in MAX_BATCH_COLUMNS}
     docs = dict(KEY_DOCS)
     for cls in TABLE_SOURCES[table]:
         docs.update({f.name: f.metadata["doc"] for f in columns_of(cls)})

@@ -6,6 +6,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -38,12 +39,20 @@ def run_sweep(
     store: ResultStore,
     trials: list[TrialParams] | None,
     notes: list[str],
+    fit_batches: FitBatches | None = None,
 ) -> Path | None:
-    """Run the planned trials (planned here when joining a cluster); the report's path, if one was written."""
+    """Run the planned trials (planned here when joining a cluster); the report's path, if one was written.
+
+    ``fit_batches`` (``--find-max-batch``) runs on the connected cluster before the sweep and returns the
+    trials to run instead, with notes.
+    """
     connect(options, options.address, trials or [])
     try:
         if options.address:
             trials, notes = plan_trials(space, Capacity.of_cluster())
+        if fit_batches is not None:
+            trials, fitted_notes = fit_batches(trials)
+            notes = [*notes, *fitted_notes]
         for note in notes:
             print(note)
         print(trial_table(trials))
@@ -62,34 +71,8 @@ def run_sweep(
                 "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             }
         )
-        searcher = FitSearcher(
-            trials,
-            Capacity.of_cluster(),
-            base_config={
-                "sweep": sweep,
-                "sweep_dir": str(store.root.resolve()),
-                "storage_path": str((store.root / "_ray").resolve()),
-                "collective_timeout_s": options.collective_timeout,
-                "max_failures": options.max_failures,
-            },
-            max_concurrent=options.max_concurrent_trials,
-            finished_params=store.finished_params,
-        )
-        tuner = tune.Tuner(
-            trainable(),
-            tune_config=tune.TuneConfig(
-                search_alg=searcher,
-                num_samples=len(trials),
-                reuse_actors=False,
-                trial_dirname_creator=trial_dirname,
-            ),
-            run_config=tune.RunConfig(
-                name=TUNE_DIR,
-                storage_path=str(store.root.resolve()),
-                callbacks=[ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))],
-                verbose=0,  # ProgressCallback prints the sweep's progress instead of Tune's tables
-            ),
-        )
+        callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))]
+        tuner = trials_tuner(options, store, trials, callbacks)
         return fit_and_summarise(tuner, store, options)
     finally:
         ray.shutdown()
@@ -116,6 +99,41 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
 
 
 TUNE_DIR = "_tune"
+
+# Trials in, the trials to sweep and notes out; called once the cluster is connected.
+FitBatches = Callable[[list[TrialParams]], tuple[list[TrialParams], list[str]]]
+
+
+def trials_tuner(options: SweepOptions, store: ResultStore, trials: list[TrialParams], callbacks: list) -> tune.Tuner:
+    """A Tune run of ``trials`` under ``store`` (its tables written by the callbacks), released as they fit."""
+    searcher = FitSearcher(
+        trials,
+        Capacity.of_cluster(),
+        base_config={
+            "sweep": store.sweep,
+            "sweep_dir": str(store.root.resolve()),
+            "storage_path": str((store.root / "_ray").resolve()),
+            "collective_timeout_s": options.collective_timeout,
+            "max_failures": options.max_failures,
+        },
+        max_concurrent=options.max_concurrent_trials,
+        finished_params=store.finished_params,
+    )
+    return tune.Tuner(
+        trainable(),
+        tune_config=tune.TuneConfig(
+            search_alg=searcher,
+            num_samples=len(trials),
+            reuse_actors=False,
+            trial_dirname_creator=trial_dirname,
+        ),
+        run_config=tune.RunConfig(
+            name=TUNE_DIR,
+            storage_path=str(store.root.resolve()),
+            callbacks=callbacks,
+            verbose=0,  # ProgressCallback prints the sweep's progress instead of Tune's tables
+        ),
+    )
 
 
 def trainable():
@@ -152,11 +170,16 @@ def watch_callbacks(options: SweepOptions, sweep: str, store: ResultStore, total
     ]
 
 
-def fit_and_summarise(tuner: tune.Tuner, store: ResultStore, options: SweepOptions) -> Path | None:
+def tune_environment() -> None:
+    """Set before any ``Tuner.fit``."""
     # Tune's experiment state is what a resume starts from: keep it at most a second old.
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
     # TensorBoardCallback writes the sweep's runs; Tune's automatic one would add duplicates under _tune/.
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+
+
+def fit_and_summarise(tuner: tune.Tuner, store: ResultStore, options: SweepOptions) -> Path | None:
+    tune_environment()
     started = time.time()
     tuner.fit()
     economy = sweep_economy(store.read("trials"), available_devices())

@@ -11,6 +11,7 @@ import yaml
 from raysweep.api import check_space, needs_missing_gpu, resolve_space, resume_sweep, run_planned, sweep_name
 from raysweep.cluster import Capacity
 from raysweep.errors import UsageError
+from raysweep.max_batch import SearchLimits, search_plan
 from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
 from raysweep.plan import local_capacity, plan_trials, trial_table
@@ -81,6 +82,26 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="set trial parameter checkpoint_every: checkpoint the engine every N epochs, 0 = never (default: 1)",
     )
+    p.add_argument(
+        "--find-max-batch",
+        action="store_true",
+        help="first find each configuration's largest micro batch that fits (short probe trials: doubling, then "
+        "bisection; out of memory is not retried), write <sweep>/max_batch/, then sweep the grid clipped to it",
+    )
+    p.add_argument(
+        "--max-batch-probes",
+        type=int,
+        default=SearchLimits.max_probes,
+        metavar="N",
+        help="with --find-max-batch: at most N probes per configuration (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-batch-resolution",
+        type=int,
+        default=SearchLimits.resolution,
+        metavar="N",
+        help="with --find-max-batch: stop bisecting once the edge is known within N samples (default: %(default)s)",
+    )
     p.add_argument("--resume", metavar="SWEEP_DIR", help="continue an interrupted sweep; finished trials are kept")
     p.add_argument("--retry-failed", action="store_true", help="with --resume: run failed trials again")
     p.add_argument(
@@ -133,6 +154,16 @@ def parse_overrides(args: argparse.Namespace) -> dict:
     return overrides
 
 
+def search_limits(args: argparse.Namespace) -> SearchLimits | None:
+    """``--find-max-batch``'s bounds; the bounds alone are a mistake, not a silent no-op."""
+    limits = SearchLimits(max_probes=args.max_batch_probes, resolution=args.max_batch_resolution)
+    if args.find_max_batch:
+        return limits
+    if limits != SearchLimits():
+        raise UsageError("--max-batch-probes and --max-batch-resolution only apply with --find-max-batch")
+    return None
+
+
 @dataclass(frozen=True)
 class Command:
     """What the command line asks for, beyond how the sweep runs (``SweepOptions``)."""
@@ -163,6 +194,7 @@ def parse_command(argv: list[str] | None) -> Command:
         log_to=tuple(args.log_to),
         retry_failed=args.retry_failed,
         command=tuple(sys.argv[:1] + list(argv if argv is not None else sys.argv[1:])),
+        find_max_batch=search_limits(args),
     )
     if args.retry_failed and not args.resume:
         raise UsageError("--retry-failed only applies with --resume SWEEP_DIR")
@@ -224,7 +256,7 @@ def run(command: Command) -> int:
             capacity = joined_capacity(options.address)
         else:
             capacity = local_capacity(static, command.assume_gpus)
-        return dry_run(space, capacity, local_files=not options.address)
+        return dry_run(space, capacity, local_files=not options.address, find_max_batch=options.find_max_batch)
     return 0 if run_planned(options, space).all_completed else 1
 
 
@@ -235,13 +267,20 @@ def joined_capacity(address: str) -> Capacity:
     return Capacity.of_cluster()
 
 
-def dry_run(space: SearchSpace, capacity: Capacity, *, local_files: bool) -> int:
+def dry_run(
+    space: SearchSpace, capacity: Capacity, *, local_files: bool, find_max_batch: SearchLimits | None = None
+) -> int:
     trials, notes = plan_trials(space, capacity, local_files=local_files)
     print(f"space {space.name}: {space.description}")
     print(f"cluster: {capacity.describe()}")
     print(trial_table(trials))
     for note in notes:
         print(note)
+    if find_max_batch is not None:
+        for line in search_plan(trials, find_max_batch):
+            print(line)
+        print(f"at most {len(trials)} trials after the search; dry run: nothing started.")
+        return 0
     print(f"{len(trials)} trials; dry run: nothing started.")
     return 0
 

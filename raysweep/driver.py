@@ -61,6 +61,7 @@ def build_trainer(config: dict, trial_id: str, started_at: float, attempt: int) 
             "fault_marker_dir": f"{config['storage_path']}/{run_name}/faults",
             "sweep": config["sweep"],
             "trial_id": trial_id,
+            "collective_timeout_s": config["collective_timeout_s"],
         },
         torch_config=TorchConfig(backend="nccl" if gpu else "gloo", timeout_s=config["collective_timeout_s"]),
         scaling_config=ScalingConfig(

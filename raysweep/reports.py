@@ -72,8 +72,12 @@ class TrialReport:
     step_time_p95_ms: float | None = column("95th percentile of the optimizer step time")
     data_wait_fraction: float | None = column("share of step time spent waiting for the next batch")
     allreduce_probe_ms: float | None = column("one all-reduce of the gradients in the engine's reduce dtype")
-    comm_kernel_ms: float | None = column("collective kernel time per optimizer step (profiled window)")
-    comm_overlap: float | None = column("share of the collective time hidden under compute, in [0, 1]")
+    comm_kernel_ms: float | None = column(
+        "collective kernel time per optimizer step (profiled window); NULL for one rank"
+    )
+    comm_overlap: float | None = column(
+        "share of the collective time hidden under compute, in [0, 1]; NULL for one rank"
+    )
     flops_per_sample: float | None = column("analytic training FLOPs per sample (3 x forward)")
     peak_flops: float | None = column("dense peak FLOP/s per rank used for mfu")
     mfu: float | None = column("throughput x flops_per_sample / (num_workers x peak_flops)")

@@ -30,11 +30,21 @@ def test_drop_messages_drops_only_records_that_start_with_a_noise_prefix(logger,
 
 @pytest.fixture
 def restore_filters():
+    """The noise loggers as a fresh process has them, restored afterwards.
+
+    Earlier tests in the same process (Ray, DeepSpeed, a ``dictConfig``) may have disabled a logger or
+    raised its level; that is their state, not the filters' behaviour under test.
+    """
     loggers = [logging.getLogger(name) for name in NOISE_LOGS]
-    before = [list(logger.filters) for logger in loggers]
+    before = [(list(lg.filters), lg.disabled, lg.level, lg.propagate) for lg in loggers]
+    for logger in loggers:
+        logger.disabled, logger.propagate = False, True
+        logger.setLevel(logging.NOTSET)
     yield
-    for logger, filters in zip(loggers, before):
+    for logger, (filters, disabled, level, propagate) in zip(loggers, before):
         logger.filters[:] = filters
+        logger.disabled, logger.propagate = disabled, propagate
+        logger.setLevel(level)
 
 
 def test_quiet_noise_logs_filters_each_noise_logger_once_and_lets_the_rest_through(caplog, restore_filters):

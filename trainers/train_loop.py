@@ -25,6 +25,7 @@ from trainers.energy import EnergyWindow, energy_window, joules_per_sample
 from trainers.engines import build_engine
 from trainers.faults import FaultInjector
 from trainers.flops import ComputeRate, peak_flops, training_flops_per_sample
+from trainers.group_timeout import use_collective_timeout
 from trainers.hardware import device_name, node_name, peak_memory_gib
 from trainers.live_metrics import publish_epoch
 from trainers.memory_budget import MemoryBudget
@@ -55,6 +56,7 @@ def train_fn_per_worker(config: dict) -> None:
 
     data = load_dataset(params.dataset, params.data_dir, params.download, params.seed)
     meter.mark("data_loaded")
+    use_collective_timeout(config["collective_timeout_s"])  # before DeepSpeed and SP make their groups
     groups = build_groups(world, params.sequence_parallel)  # collective: every rank, the same order
     with torch.device(device):  # initialise the weights where they will live: seconds faster on a GPU
         model = create_model(params.model, data.num_classes, params.image_size, params.in_chans)

@@ -16,12 +16,9 @@ from pathlib import Path
 import yaml
 
 from tests.integration.conftest import explain, run_cli, table
-from tests.integration.test_sweep_cpu import REQUIRED
+from tests.integration.test_sweep_cpu import assert_filled
 
 FAULT_STEP = 12  # the 5th optimizer step of epoch 1 (8 steps an epoch): epoch 0 is reported first
-
-# One rank has no collectives, so no profiled window (trainers/train_loop.py): no comm figures.
-FILLED = [c for c in REQUIRED if c not in ("comm_kernel_ms", "comm_overlap")]
 
 SPACE = {
     "description": "isolation: a big trial, a failing one, then the same small trial at two seeds",
@@ -64,8 +61,7 @@ def test_trials_of_one_sweep_share_no_memory_seed_or_failure(tmp_path: Path):
     for row in (big, same, other):
         assert row["status"] == "completed" and row["error"] is None, row
     for row in (same, other):
-        empty = [c for c in FILLED if row[c] is None or row[c] != row[c]]  # None or NaN
-        assert not empty, f"trial {row['trial_id']} left columns empty: {empty}"
+        assert_filled(row)
     assert same["optimizer_steps"] == 2 * 128 // 16
 
     # (a) fresh processes: every later trial's peak is below the big one's, in both tables

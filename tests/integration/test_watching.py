@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
@@ -182,13 +183,22 @@ def test_metrics_endpoint_exports_trial_and_sweep_metrics(sweep):
     seen: dict[str, list] = {}
     # Ray's agent exports every ~10 s and drops a worker's gauges soon after it ends: poll while trials run.
     deadline = time.time() + 240
+    refused = None
     while time.time() < deadline and not wanted <= seen.keys() and sweep.proc.poll() is None:
-        for family in text_string_to_metric_families(get_text(endpoint)):
+        try:
+            text = get_text(endpoint)
+        except urllib.error.URLError as error:  # the node lists its port before its agent listens on it
+            refused = error
+            time.sleep(2)
+            continue
+        for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 if sample.name in wanted and sample.labels.get("sweep") == NAME:
                     seen.setdefault(sample.name, []).append(sample)
         time.sleep(2)
-    assert wanted <= seen.keys(), f"missing {wanted - seen.keys()}; output:\n{sweep.output[-3000:]}"
+    assert wanted <= seen.keys(), (
+        f"missing {wanted - seen.keys()} (last refusal: {refused}); output:\n{sweep.output[-3000:]}"
+    )
 
     trials = set(started_trials(sweep))
     for name in ("ray_raysweep_trial_samples_per_second", "ray_raysweep_trial_epoch"):

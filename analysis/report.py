@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from analysis.batch import KNEE_FRACTION
@@ -274,11 +276,27 @@ def batch_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     return blocks + detail_images(plots, "batch_throughput", "batch_overheads", "batch_accuracy", "joules_per_sample")
 
 
+# What names a configuration when only one was searched (with several, the parameters that differ).
+CONFIGURATION_IDENTITY = ("model", "image_size", "precision", "engine", "zero_stage", "num_workers")
+
+
+def configuration_labels(configurations: list[dict]) -> list[str]:
+    """One short label per searched configuration: the parameters in which they differ, or its identity."""
+    keys = sorted({k for c in configurations for k in c if len({json.dumps(d.get(k)) for d in configurations}) > 1})
+    keys = keys or [k for k in CONFIGURATION_IDENTITY if any(k in c for c in configurations)]
+    return [" ".join(f"{k}={c[k]}" for k in keys if k in c) for c in configurations]
+
+
 def max_batch_section(analysis: SweepAnalysis) -> list[Block]:
     table = analysis.data.max_batch
     if table.empty:
         return []
-    return [Paragraph("Largest micro batch that fits (`max_batch/`):"), Table.of(table)]
+    shown = table.drop(columns=["sweep"], errors="ignore")
+    shown["configuration"] = configuration_labels([json.loads(c) for c in table["configuration"]])
+    return [
+        Paragraph("Largest micro batch that fits (`max_batch/`; the full configuration is in the table):"),
+        Table.of(shown),
+    ]
 
 
 def comm_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:

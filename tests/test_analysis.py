@@ -20,6 +20,7 @@ from analysis.compute import compute
 from analysis.findings import headlines
 from analysis.groups import BATCH, STRONG, find_groups
 from analysis.load import load_sweep
+from analysis.report import configuration_labels
 from raysweep.store import ResultStore
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -824,7 +825,7 @@ def test_energy_max_batch_economy_and_sequence_parallel_are_reported_when_presen
     pq.write_table(
         pa.table(
             {
-                "configuration": ["vit_micro fp32"],
+                "configuration": [json.dumps({"model": "vit_micro", "precision": "fp32", "lr": 0.1})],
                 "largest_micro_batch": [512],
                 "peak_mem_gib": [7.5],
                 "throughput": [1234.0],
@@ -853,6 +854,13 @@ def test_energy_max_batch_economy_and_sequence_parallel_are_reported_when_presen
     text = analyze(store.root).read_text(encoding="utf-8")
     assert "**Question:** which batch?" in text
     assert "Fewest joules per sample: micro batch 32 (0.5 J/sample" in text and "joules_per_sample.png" in text
-    assert "| vit_micro fp32 | 512 | 7.5 | 1234 |" in text
+    assert "| model=vit_micro precision=fp32 | 512 | 7.5 | 1234 |" in text
     assert "Duty cycle 42%" in text and "median trial setup 3 s (1.5 s after the first)" in text
     assert "| mfu |" in text or "mfu" in text.split("## Trials")[1]
+
+
+def test_searched_configurations_are_labelled_by_what_differs_or_by_their_identity():
+    one = {"model": "vit_b", "image_size": 224, "precision": "bf16", "engine": "deepspeed", "zero_stage": 0, "lr": 0.1}
+    assert configuration_labels([one]) == ["model=vit_b image_size=224 precision=bf16 engine=deepspeed zero_stage=0"]
+    other = {**one, "zero_stage": 3, "engine": "fsdp"}
+    assert configuration_labels([one, other]) == ["engine=deepspeed zero_stage=0", "engine=fsdp zero_stage=3"]

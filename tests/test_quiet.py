@@ -28,37 +28,56 @@ def test_drop_messages_drops_only_records_that_start_with_a_noise_prefix(logger,
     assert DropMessages(NOISE_LOGS[logger]).filter(record) is kept
 
 
+class Collect(logging.Handler):
+    """Keeps the messages that reach it."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 @pytest.fixture
 def restore_filters():
-    """The noise loggers as a fresh process has them, restored afterwards.
+    """Each noise logger collecting its own records, as a fresh process has it; all restored afterwards.
 
-    Earlier tests in the same process (Ray, DeepSpeed, a ``dictConfig``) may have disabled a logger or
-    raised its level; that is their state, not the filters' behaviour under test.
+    Earlier tests in the same process may have disabled a logger, raised its level, or (torch's own
+    logging, once something imports it) stopped ``torch.*`` records from propagating to the root: that is
+    their state, not the filters' behaviour under test, so each logger gets a handler of its own and
+    does not propagate.
     """
     loggers = [logging.getLogger(name) for name in NOISE_LOGS]
     before = [(list(lg.filters), lg.disabled, lg.level, lg.propagate) for lg in loggers]
-    for logger in loggers:
-        logger.disabled, logger.propagate = False, True
-        logger.setLevel(logging.NOTSET)
-    yield
-    for logger, (filters, disabled, level, propagate) in zip(loggers, before):
+    collected = {name: Collect() for name in NOISE_LOGS}
+    disabled_below = logging.root.manager.disable
+    logging.disable(logging.NOTSET)
+    for name, logger in zip(NOISE_LOGS, loggers):
+        logger.addHandler(collected[name])
+        logger.disabled, logger.propagate = False, False
+        logger.setLevel(logging.INFO)
+    yield collected
+    logging.disable(disabled_below)
+    for name, logger, (filters, disabled, level, propagate) in zip(NOISE_LOGS, loggers, before):
+        logger.removeHandler(collected[name])
         logger.filters[:] = filters
         logger.disabled, logger.propagate = disabled, propagate
         logger.setLevel(level)
 
 
-def test_quiet_noise_logs_filters_each_noise_logger_once_and_lets_the_rest_through(caplog, restore_filters):
+def test_quiet_noise_logs_filters_each_noise_logger_once_and_lets_the_rest_through(restore_filters):
     quiet_noise_logs()
     quiet_noise_logs()
     for name in NOISE_LOGS:
         assert sum(isinstance(f, DropMessages) for f in logging.getLogger(name).filters) == 1
-    with caplog.at_level(logging.INFO):
-        logging.getLogger("torch.utils.cpp_extension").warning("No CUDA runtime is found, using CUDA_HOME='/x'")
-        logging.getLogger("torch.utils.cpp_extension").warning("a real problem")
-        # what Ray Train's patched print does with a worker's print()
-        logging.getLogger().log(logging.INFO, "DeepSpeed deepspeed.ops.comm.deepspeed_shm_comm_op built successfully")
-        logging.getLogger().log(logging.INFO, "epoch 1 done")
-    assert [r.getMessage() for r in caplog.records] == ["a real problem", "epoch 1 done"]
+    logging.getLogger("torch.utils.cpp_extension").warning("No CUDA runtime is found, using CUDA_HOME='/x'")
+    logging.getLogger("torch.utils.cpp_extension").warning("a real problem")
+    # what Ray Train's patched print does with a worker's print()
+    logging.getLogger().log(logging.INFO, "DeepSpeed deepspeed.ops.comm.deepspeed_shm_comm_op built successfully")
+    logging.getLogger().log(logging.INFO, "epoch 1 done")
+    assert restore_filters["torch.utils.cpp_extension"].messages == ["a real problem"]
+    assert restore_filters[""].messages == ["epoch 1 done"]
 
 
 def test_a_filter_survives_a_dict_config_of_the_loggers_as_ray_train_does(restore_filters):

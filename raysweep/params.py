@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raysweep.errors import UsageError
-from raysweep.fault_spec import parse_fault
 
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 DEVICES = ("auto", "cpu", "gpu")
@@ -389,3 +388,24 @@ def coerce(name: str, value: Any, kind: type) -> Any:
     if not isinstance(value, (str, int, float)) or isinstance(value, bool):
         raise UsageError(f"{name} must be a string, got {value!r}")
     return str(value)
+
+
+# The test-only fault spec KIND@RANK:STEP of ``inject_fault`` as a value (trainers/faults.py fires it).
+FAULT_KINDS = ("raise", "exit", "oom", "hang")
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str
+    rank: int
+    step: int
+
+
+def parse_fault(spec: str) -> Fault:
+    kind, _, where = spec.partition("@")
+    rank, _, step = where.partition(":")
+    if kind not in FAULT_KINDS or not rank.isdigit() or not step.isdigit():
+        raise UsageError(
+            f"inject_fault={spec!r}: expected KIND@RANK:STEP with KIND one of {', '.join(FAULT_KINDS)}, e.g. exit@1:3"
+        )
+    return Fault(kind, int(rank), int(step))

@@ -16,7 +16,7 @@ from ray.tune import Callback
 
 from raysweep.errors import is_out_of_memory
 from raysweep.params import TrialParams
-from raysweep.reports import (
+from raysweep.schema import (
     EPOCH_KEY,
     RANKS_KEY,
     TRIAL_KEY,
@@ -25,9 +25,9 @@ from raysweep.reports import (
     TrialRecord,
     TrialReport,
     from_metrics,
+    params_row,
     row_of,
 )
-from raysweep.schema import params_row
 from raysweep.store import ResultStore
 
 

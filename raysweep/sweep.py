@@ -130,7 +130,9 @@ def trials_tuner(options: SweepOptions, store: ResultStore, trials: list[TrialPa
         run_config=tune.RunConfig(
             name=TUNE_DIR,
             storage_path=str(store.root.resolve()),
-            callbacks=callbacks,
+            # Tune's own per-trial files in _tune/ (its TensorBoard files are off, below): without them
+            # every fit warns that it found no metrics
+            callbacks=[*callbacks, CSVLoggerCallback(), JsonLoggerCallback()],
             verbose=0,  # ProgressCallback prints the sweep's progress instead of Tune's tables
         ),
     )
@@ -164,8 +166,6 @@ def watch_callbacks(options: SweepOptions, sweep: str, store: ResultStore, total
     return [
         ProgressCallback(sweep, total, metrics=SweepMetrics()),
         TensorBoardCallback(store.root),
-        CSVLoggerCallback(),  # Tune's own per-trial files in _tune/; its TensorBoard files are off (below)
-        JsonLoggerCallback(),
         *tracker_callbacks(list(options.log_to), sweep, store.root),
     ]
 
@@ -176,6 +176,9 @@ def tune_environment() -> None:
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
     # TensorBoardCallback writes the sweep's runs; Tune's automatic one would add duplicates under _tune/.
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    # Tune's newer output engine prints an experiment box and "View detailed results here" at every
+    # fit whatever the verbosity; the classic one is silent at verbose=0.
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 
 def fit_and_summarise(tuner: tune.Tuner, store: ResultStore, options: SweepOptions) -> Path | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from ray.tune.logger import LoggerCallback
 
 from raysweep.params import TrialParams
-from raysweep.reports import EPOCH_KEY, RANKS_KEY
+from raysweep.schema import EPOCH_KEY, RANKS_KEY
 
 # Written per epoch from the ``epochs`` row; rank figures from each rank's row.
 EPOCH_SCALARS = {

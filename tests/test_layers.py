@@ -17,8 +17,6 @@ VOCABULARY = {
     "raysweep.errors",
     "raysweep.schema",
     "raysweep.store",
-    "raysweep.fault_spec",
-    "raysweep.reports",
 }
 
 

@@ -9,17 +9,20 @@ import pytest
 
 from raysweep.params import TrialParams
 from raysweep.recorder import ResultTablesCallback, peak_memory_in
-from raysweep.reports import (
+from raysweep.schema import (
     EPOCH_KEY,
+    EPOCHS,
+    RANKS,
     RANKS_KEY,
     TRIAL_KEY,
+    TRIALS,
     EpochReport,
     RankReport,
     TrialReport,
     from_metrics,
+    params_row,
     row_of,
 )
-from raysweep.schema import EPOCHS, RANKS, TRIALS, params_row
 from raysweep.store import ResultStore
 
 

@@ -16,7 +16,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from raysweep.params import TrialParams
-from raysweep.reports import EPOCH_KEY, RANKS_KEY, TRIAL_KEY
+from raysweep.schema import EPOCH_KEY, RANKS_KEY, TRIAL_KEY
 from trainers.batches import Batches, make_batches
 from trainers.checkpointing import discard, restore_checkpoint, save_checkpoint
 from trainers.comm_profile import ProfileWindow

@@ -1,5 +1,5 @@
 """``raysweep.run_sweep`` from a Python script: the embedded default runs and returns its tables; the terminal
-carries raysweep's lines, not Ray Train's per-report dicts nor the PlacementGroupCleaner's warnings."""
+carries raysweep's lines, not Ray Train's per-report dicts, the PlacementGroupCleaner's warnings nor Tune's boxes."""
 
 from __future__ import annotations
 
@@ -65,4 +65,7 @@ def test_run_sweep_returns_the_tables_of_the_embedded_default_quietly(tmp_path):
     assert "Reporting training result" not in terminal, explain(proc)
     assert "TrainingReport(" not in terminal, explain(proc)
     assert "PlacementGroupCleaner" not in terminal, explain(proc)
+    # Tune's per-fit experiment box and results pointer, and its no-metrics warning
+    for chatter in ("Configuration for experiment", "View detailed results here", "Failed to fetch metrics"):
+        assert chatter not in terminal, explain(proc)
     assert terminal.count("Ray's logs:") == 1, explain(proc)

@@ -223,7 +223,7 @@ def decode_on_device(
 
     mode = ImageReadMode.GRAY if in_chans == 1 else ImageReadMode.RGB
     flat, lengths = encoded
-    images = decode_jpeg(list(torch.split(flat.cpu(), lengths.tolist())), mode=mode, device=device)
+    images = decode_jpeg(list(torch.split(flat, lengths.tolist())), mode=mode, device=device)
     if recipe is None:
         return torch.stack([val_crop(img, size) for img in images])
     return torch.stack([train_crop(img, size, recipe, generator) for img in images])

@@ -67,7 +67,9 @@ class Capacity:
         return sum(r["GPU"] for r in self.nodes.values())
 
     def describe(self) -> str:
-        return ", ".join(f"{r['CPU']:g} CPU + {r['GPU']:g} GPU" for r in self.nodes.values()) or "no nodes"
+        # Largest node first: ray.nodes() order varies from call to call, a message should not.
+        sizes = sorted(((r["GPU"], r["CPU"]) for r in self.nodes.values()), reverse=True)
+        return ", ".join(f"{cpu:g} CPU + {gpu:g} GPU" for gpu, cpu in sizes) or "no nodes"
 
     def place(self, demand: Demand) -> list[str] | None:
         """The nodes the ranks and then the trial's driver would use, or None if they do not fit now."""

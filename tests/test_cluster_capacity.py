@@ -30,9 +30,9 @@ def test_demand_of_params_counts_one_gpu_per_rank_only_on_gpu_trials():
 
 
 def test_capacity_totals_and_description():
-    c = nodes((8, 2), (4, 0))
+    c = nodes((4, 0), (8, 2), (16, 0))
     assert c.total_gpus == 2
-    assert c.describe() == "8 CPU + 2 GPU, 4 CPU + 0 GPU"
+    assert c.describe() == "8 CPU + 2 GPU, 16 CPU + 0 GPU, 4 CPU + 0 GPU"  # largest first, GPUs before CPUs
     assert Capacity().describe() == "no nodes"
 
 

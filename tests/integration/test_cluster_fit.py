@@ -38,7 +38,7 @@ def test_trial_bigger_than_the_cluster_is_refused_before_starting(three_nodes, t
         "--dry-run",
     )
     assert proc.returncode == 2, explain(proc)
-    assert "needs 6 x (1 CPU) PACK" in proc.stderr and "1 CPU + 0 GPU, 2 CPU + 0 GPU" in proc.stderr
+    assert "needs 6 x (1 CPU) PACK" in proc.stderr and "has 2 CPU + 0 GPU, 2 CPU + 0 GPU, 1 CPU + 0 GPU;" in proc.stderr
     proc = run_cli(
         "--space",
         "batch_grid",

@@ -12,9 +12,9 @@ from raysweep.errors import UsageError
 from raysweep.params import TrialParams
 from tests.image_folders import class_value, make_image_folder
 from trainers.batches import Batches, FolderLoading, make_batches, pad_crop
+from trainers.crops import val_crop
 from trainers.datasets import check_data_dir, load_dataset
 from trainers.imagefolder import (
-    CropRecipe,
     EncodedImages,
     FolderSplit,
     check_imagefolder,
@@ -22,8 +22,6 @@ from trainers.imagefolder import (
     decode_file,
     decode_on_device,
     index_imagefolder,
-    random_crop_box,
-    val_crop,
 )
 
 CLASSES = ("ant", "bee", "cat")
@@ -94,7 +92,7 @@ def test_corrupt_file_is_an_error_naming_it(folder):
         decode_file(str(bad), 3)
 
 
-# ---- decoding and crops ---------------------------------------------------------------------------
+# ---- decoding ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["grey.jpg", "cmyk.jpg"])
@@ -103,31 +101,6 @@ def test_grey_and_cmyk_become_rgb_or_one_channel(folder, name):
     assert decode_file(path, 3).shape == (3, 30, 30)
     assert decode_file(path, 1).shape == (1, 30, 30)
     assert decode_file(path, 3).dtype == torch.uint8
-
-
-def test_full_scale_square_crop_of_a_square_image_is_the_whole_image():
-    g = torch.Generator().manual_seed(0)
-    assert random_crop_box(20, 20, CropRecipe(1.0, 1.0, 1.0), g) == (0, 0, 20, 20)
-
-
-def test_crop_boxes_stay_inside_the_image_and_within_the_recipe():
-    g = torch.Generator().manual_seed(0)
-    recipe = CropRecipe(0.25, 0.5, 2.0)
-    for _ in range(200):
-        top, left, h, w = random_crop_box(30, 60, recipe, g)
-        assert 0 <= top and top + h <= 30 and 0 <= left and left + w <= 60
-        assert 0.25 * 1800 * 0.8 <= h * w  # rounding of h and w loses at most a little area
-        assert 0.5 * 0.8 <= w / h <= 2.0 * 1.25
-
-
-def test_val_crop_resizes_the_short_side_to_size_over_0875_then_centres():
-    image = torch.arange(40 * 80, dtype=torch.float32).view(1, 40, 80)
-    assert val_crop(image, 16).shape == (1, 16, 16)
-    # a 16 px crop of a short side resized to 18 px: 1 px margin above and below
-    symmetric = torch.zeros(1, 40, 80)
-    symmetric[:, :, 40:] = 1.0
-    out = val_crop(symmetric, 16)
-    assert torch.allclose(out, out.flip(-1).neg().add(1.0), atol=1e-5)  # centred: left half mirrors right half
 
 
 # ---- batches ---------------------------------------------------------------------------------------

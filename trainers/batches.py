@@ -1,7 +1,9 @@
 """Per-rank batches on the device: shard, move uint8 pixels, then normalise, augment and resize there.
 
 In-memory datasets are gathered per step (on the device when they fit); an image folder is streamed
-through a DataLoader whose worker processes decode this rank's shard (``trainers.imagefolder``).
+through a DataLoader whose worker processes read (and on the CPU path decode) this rank's shard
+(``trainers.imagefolder``), and a thread prepares each batch on the device ahead of its step
+(``trainers.prefetch``).
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from raysweep.params import TrialParams
+from trainers.crops import CropRecipe
 from trainers.datasets import ImageData
 from trainers.imagefolder import (
-    CropRecipe,
     DecodedImages,
     EncodedImages,
     FolderSplit,
@@ -26,6 +28,7 @@ from trainers.imagefolder import (
     collate_encoded,
     decode_on_device,
 )
+from trainers.prefetch import prefetched
 from trainers.prepared import pays_to_prepare, prepared_index, prepared_root
 
 # every channel count normalised alike: [0, 1] -> [-1, 1]
@@ -152,13 +155,17 @@ class Batches:
         )
         # crop boxes are drawn on the host (a few scalars per image), whatever device decodes
         generator = torch.Generator().manual_seed(self.seed + 1000 * epoch + self.rank)
-        for pixels, labels in loader:
+
+        def prepare(batch: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+            pixels, labels = batch
             if gpu:
                 pixels = decode_on_device(
                     pixels, self.device, self.image_size, self.loading.in_chans, recipe, generator
                 )
             x = to_model_input(pixels.to(self.device, non_blocking=True), self.image_size, self.dtype, flip=False)
-            yield x, labels.to(self.device, non_blocking=True)
+            return x, labels.to(self.device, non_blocking=True)
+
+        yield from prefetched(loader, prepare, self.device)
 
     def train(self, epoch: int, micro_batch: int, num_batches: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         folder = self.data.folder

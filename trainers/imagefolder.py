@@ -3,12 +3,12 @@
 Only the file list lives in memory; each rank's DataLoader workers read, decode and crop its shard of
 an epoch (timm/torchvision recipes), so memory per rank is bounded by the prefetch depth whatever the
 folder's size.  The GPU path reads JPEG bytes in the workers and decodes a whole micro batch with
-nvJPEG on the device (``torchvision.io.decode_jpeg(list, device="cuda")``).
+nvJPEG on the device (``torchvision.io.decode_jpeg(list, device="cuda")``), then crops it in one call
+(``trainers.crops.crop_batch``).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,21 +16,10 @@ import torch
 from torch.utils.data import Dataset
 
 from raysweep.errors import UsageError
+from trainers.crops import CropRecipe, crop_batch, random_crop_boxes, train_crop, val_crop, val_crop_boxes
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 JPEG_SUFFIXES = (".jpg", ".jpeg")
-# timm's and torchvision's evaluation recipe: resize the shorter side to size / 0.875, centre crop.
-VAL_CROP_FRACTION = 0.875
-
-
-@dataclass(frozen=True)
-class CropRecipe:
-    """RandomResizedCrop's ranges and the flip: the trial's augmentation parameters."""
-
-    scale_min: float = 0.08
-    ratio_min: float = 3 / 4
-    ratio_max: float = 4 / 3
-    flip: bool = True
 
 
 @dataclass
@@ -113,55 +102,6 @@ def decode_file(path: str, in_chans: int) -> torch.Tensor:
     return torch.from_numpy(pixels.copy())
 
 
-def random_crop_box(
-    height: int, width: int, recipe: CropRecipe, generator: torch.Generator
-) -> tuple[int, int, int, int]:
-    """torchvision's RandomResizedCrop.get_params (top, left, h, w), drawn from ``generator``."""
-    area = height * width
-    log_ratio = (math.log(recipe.ratio_min), math.log(recipe.ratio_max))
-    for _ in range(10):
-        target = area * (recipe.scale_min + (1 - recipe.scale_min) * torch.rand(1, generator=generator).item())
-        aspect = math.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * torch.rand(1, generator=generator).item())
-        w = round(math.sqrt(target * aspect))
-        h = round(math.sqrt(target / aspect))
-        if 0 < w <= width and 0 < h <= height:
-            top = int(torch.randint(0, height - h + 1, (1,), generator=generator))
-            left = int(torch.randint(0, width - w + 1, (1,), generator=generator))
-            return top, left, h, w
-    # fallback, as torchvision: the whole image clamped to the ratio range, centred
-    in_ratio = width / height
-    if in_ratio < recipe.ratio_min:
-        w, h = width, round(width / recipe.ratio_min)
-    elif in_ratio > recipe.ratio_max:
-        h, w = height, round(height * recipe.ratio_max)
-    else:
-        w, h = width, height
-    return (height - h) // 2, (width - w) // 2, h, w
-
-
-def train_crop(image: torch.Tensor, size: int, recipe: CropRecipe, generator: torch.Generator) -> torch.Tensor:
-    """RandomResizedCrop to ``size`` x ``size`` and a random horizontal flip; works on CPU or device tensors."""
-    from torchvision.transforms.v2.functional import resized_crop
-
-    top, left, h, w = random_crop_box(image.shape[-2], image.shape[-1], recipe, generator)
-    out = resized_crop(image, top, left, h, w, [size, size], antialias=True)
-    if recipe.flip and torch.rand(1, generator=generator).item() < 0.5:
-        out = out.flip(-1)
-    return out
-
-
-def val_short_side(size: int) -> int:
-    """The shorter side validation resizes to before its centre crop: 256 for 224."""
-    return int(size / VAL_CROP_FRACTION)
-
-
-def val_crop(image: torch.Tensor, size: int) -> torch.Tensor:
-    """Resize the shorter side to size / 0.875, then the centre size x size: deterministic."""
-    from torchvision.transforms.v2.functional import center_crop, resize
-
-    return center_crop(resize(image, [val_short_side(size)], antialias=True), [size, size])
-
-
 class DecodedImages(Dataset):
     """CPU path: ``(uint8 (C, size, size), label)``; a training sample's crop is drawn from (seed, epoch, index)."""
 
@@ -218,15 +158,25 @@ def decode_on_device(
     recipe: CropRecipe | None,
     generator: torch.Generator,
 ) -> torch.Tensor:
-    """One nvJPEG call for the micro batch, then each image's crop on the device: uint8 (B, C, size, size)."""
+    """One nvJPEG call and one batched crop for the micro batch: uint8 (B, C, size, size) on ``device``.
+
+    Crop boxes and flips are drawn on the host from ``generator`` (a few numbers per image); a
+    validation batch (``recipe`` None) is cropped as ``val_crop`` crops.
+    """
     from torchvision.io import ImageReadMode, decode_jpeg
 
     mode = ImageReadMode.GRAY if in_chans == 1 else ImageReadMode.RGB
     flat, lengths = encoded
     images = decode_jpeg(list(torch.split(flat, lengths.tolist())), mode=mode, device=device)
+    heights = torch.tensor([img.shape[-2] for img in images])
+    widths = torch.tensor([img.shape[-1] for img in images])
     if recipe is None:
-        return torch.stack([val_crop(img, size) for img in images])
-    return torch.stack([train_crop(img, size, recipe, generator) for img in images])
+        return crop_batch(images, val_crop_boxes(heights, widths, size), size)
+    out = crop_batch(images, random_crop_boxes(heights, widths, recipe, generator), size)
+    if not recipe.flip:
+        return out
+    flipped = (torch.rand(len(images), generator=generator) < 0.5).to(device)
+    return torch.where(flipped[:, None, None, None], out.flip(-1), out)
 
 
 def all_jpeg(index: FolderIndex) -> bool:

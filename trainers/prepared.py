@@ -27,7 +27,8 @@ import statistics
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from trainers.imagefolder import FolderIndex, FolderSplit, decode_file, index_imagefolder, val_short_side
+from trainers.crops import val_short_side
+from trainers.imagefolder import FolderIndex, FolderSplit, decode_file, index_imagefolder
 
 SHORT_SIDE = 256
 JPEG_QUALITY = 90

@@ -1,0 +1,141 @@
+"""The crop recipes of timm and torchvision: RandomResizedCrop and flip to train, resize and centre crop to validate.
+
+Two ways to apply them, one set of boxes.  ``train_crop``/``val_crop`` crop one image (the CPU path,
+in loader workers: torchvision's antialiased resize, exactly).  ``crop_batch`` crops a whole micro batch
+of differently sized images in one ``roi_align`` call (the GPU path, after nvJPEG): each output pixel
+averages ``ceil(box / size)`` squared bilinear samples of its bin, so a downscale is filtered as an
+antialiased resize is, and a box of the output's size is copied pixel for pixel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+# timm's and torchvision's evaluation recipe: resize the shorter side to size / 0.875, centre crop.
+VAL_CROP_FRACTION = 0.875
+# RandomResizedCrop's tries before it falls back to the whole image (torchvision's figure)
+CROP_ATTEMPTS = 10
+
+
+@dataclass(frozen=True)
+class CropRecipe:
+    """RandomResizedCrop's ranges and the flip: the trial's augmentation parameters."""
+
+    scale_min: float = 0.08
+    ratio_min: float = 3 / 4
+    ratio_max: float = 4 / 3
+    flip: bool = True
+
+
+def random_crop_boxes(
+    heights: torch.Tensor, widths: torch.Tensor, recipe: CropRecipe, generator: torch.Generator
+) -> torch.Tensor:
+    """torchvision's RandomResizedCrop.get_params for every image at once: int64 (B, 4) of (top, left, h, w).
+
+    Each image takes its first of ``CROP_ATTEMPTS`` draws whose box fits; an image none fits gets
+    the whole image clamped to the ratio range, centred (torchvision's fallback).
+    """
+    heights, widths = heights.to(torch.float64), widths.to(torch.float64)
+    count = len(heights)
+    draws = torch.rand(count, CROP_ATTEMPTS, 2, generator=generator, dtype=torch.float64)
+    target = heights[:, None] * widths[:, None] * (recipe.scale_min + (1 - recipe.scale_min) * draws[..., 0])
+    log_min, log_max = math.log(recipe.ratio_min), math.log(recipe.ratio_max)
+    aspect = torch.exp(log_min + (log_max - log_min) * draws[..., 1])
+    w, h = torch.round(torch.sqrt(target * aspect)), torch.round(torch.sqrt(target / aspect))
+    fits = (w > 0) & (w <= widths[:, None]) & (h > 0) & (h <= heights[:, None])
+    first = fits.to(torch.uint8).argmax(dim=1, keepdim=True)
+    found = fits.any(dim=1)
+    in_ratio = widths / heights
+    fallback_w = torch.where(in_ratio > recipe.ratio_max, torch.round(heights * recipe.ratio_max), widths)
+    fallback_h = torch.where(in_ratio < recipe.ratio_min, torch.round(widths / recipe.ratio_min), heights)
+    h = torch.where(found, h.gather(1, first)[:, 0], fallback_h)
+    w = torch.where(found, w.gather(1, first)[:, 0], fallback_w)
+    offsets = torch.rand(count, 2, generator=generator, dtype=torch.float64)
+    top = torch.where(found, torch.floor(offsets[:, 0] * (heights - h + 1)), torch.floor((heights - h) / 2))
+    left = torch.where(found, torch.floor(offsets[:, 1] * (widths - w + 1)), torch.floor((widths - w) / 2))
+    return torch.stack([top, left, h, w], dim=1).to(torch.int64)
+
+
+def random_crop_box(
+    height: int, width: int, recipe: CropRecipe, generator: torch.Generator
+) -> tuple[int, int, int, int]:
+    """One image's (top, left, h, w): ``random_crop_boxes`` of a batch of one."""
+    box = random_crop_boxes(torch.tensor([height]), torch.tensor([width]), recipe, generator)[0]
+    return tuple(int(v) for v in box)  # type: ignore[return-value]
+
+
+def val_short_side(size: int) -> int:
+    """The shorter side validation resizes to before its centre crop: 256 for 224."""
+    return int(size / VAL_CROP_FRACTION)
+
+
+def val_crop_boxes(heights: torch.Tensor, widths: torch.Tensor, size: int) -> torch.Tensor:
+    """float64 (B, 4) of (top, left, h, w): the source region ``val_crop`` keeps, before its resize.
+
+    Rounded as torchvision rounds (the resized long side down, the centre crop's offset to even), so
+    an image already ``val_short_side`` on its short side is cropped pixel for pixel.
+    """
+    heights, widths = heights.to(torch.float64), widths.to(torch.float64)
+    short = val_short_side(size)
+    scale = short / torch.minimum(heights, widths)
+    resized_h = torch.where(heights <= widths, short, torch.floor(short * heights / widths))
+    resized_w = torch.where(widths <= heights, short, torch.floor(short * widths / heights))
+    top, left = torch.round((resized_h - size) / 2) / scale, torch.round((resized_w - size) / 2) / scale
+    side = size / scale
+    return torch.stack([top, left, side, side], dim=1)
+
+
+def train_crop(image: torch.Tensor, size: int, recipe: CropRecipe, generator: torch.Generator) -> torch.Tensor:
+    """RandomResizedCrop to ``size`` x ``size`` and a random horizontal flip of one image."""
+    from torchvision.transforms.v2.functional import resized_crop
+
+    top, left, h, w = random_crop_box(image.shape[-2], image.shape[-1], recipe, generator)
+    out = resized_crop(image, top, left, h, w, [size, size], antialias=True)
+    if recipe.flip and torch.rand(1, generator=generator).item() < 0.5:
+        out = out.flip(-1)
+    return out
+
+
+def val_crop(image: torch.Tensor, size: int) -> torch.Tensor:
+    """Resize the shorter side to size / 0.875, then the centre size x size: deterministic."""
+    from torchvision.transforms.v2.functional import center_crop, resize
+
+    return center_crop(resize(image, [val_short_side(size)], antialias=True), [size, size])
+
+
+def edge_padded_batch(images: list[torch.Tensor]) -> torch.Tensor:
+    """float32 (B, C, H + 1, W + 1) holding each image top-left, its last row and column repeated once.
+
+    A box touching an image's bottom or right edge has bilinear samples up to half a pixel past
+    the last pixel centre; the repeated row and column give them the edge's value, as a resize of
+    that image alone would, rather than the zeros of the padding.
+    """
+    height = max(img.shape[-2] for img in images) + 1
+    width = max(img.shape[-1] for img in images) + 1
+    first = images[0]
+    batch = torch.zeros(len(images), first.shape[0], height, width, dtype=first.dtype, device=first.device)
+    pixels, columns = [], []  # (target, source) pairs
+    for i, img in enumerate(images):
+        h, w = img.shape[-2:]
+        pixels += [(batch[i, :, :h, :w], img), (batch[i, :, h : h + 1, :w], img[:, h - 1 : h])]
+        columns.append((batch[i, :, : h + 1, w : w + 1], batch[i, :, : h + 1, w - 1 : w]))
+    # one call per pass rather than one per image; the columns (with the corner) copy what the first pass wrote
+    for pairs in (pixels, columns):
+        targets, sources = zip(*pairs)
+        torch._foreach_copy_(list(targets), list(sources))
+    return batch.to(torch.float32)
+
+
+def crop_batch(images: list[torch.Tensor], boxes: torch.Tensor, size: int) -> torch.Tensor:
+    """uint8 (B, C, size, size): box i of image i (``boxes`` (B, 4) of top, left, h, w) resized to ``size``."""
+    from torchvision.ops import roi_align
+
+    batch = edge_padded_batch(images)
+    top, left, h, w = boxes.to(torch.float32).unbind(dim=1)
+    index = torch.arange(len(images), dtype=torch.float32)
+    rois = torch.stack([index, left, top, left + w, top + h], dim=1).to(batch.device)
+    out = roi_align(batch, rois, output_size=(size, size), spatial_scale=1.0, sampling_ratio=-1, aligned=True)
+    return out.round_().clamp_(0, 255).to(torch.uint8)

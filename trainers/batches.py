@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from raysweep.params import TrialParams
-from trainers.crops import CropRecipe
+from trainers.crops import CropRecipe, flip_chosen
 from trainers.datasets import ImageData
 from trainers.imagefolder import (
     DecodedImages,
@@ -62,8 +62,7 @@ def to_model_input(
     if x.shape[-1] != image_size or x.shape[-2] != image_size:
         x = F.interpolate(x, size=(image_size, image_size), mode="bilinear", align_corners=False)
     if flip:
-        chosen = torch.rand(x.shape[0], 1, 1, 1, device=x.device) < 0.5
-        x = torch.where(chosen, x.flip(-1), x)
+        x = flip_chosen(x, torch.rand(x.shape[0], device=x.device) < 0.5)
     return x.to(dtype)
 
 

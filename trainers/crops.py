@@ -106,6 +106,11 @@ def val_crop(image: torch.Tensor, size: int) -> torch.Tensor:
     return center_crop(resize(image, [val_short_side(size)], antialias=True), [size, size])
 
 
+def flip_chosen(images: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
+    """``images`` (B, C, H, W) with those where ``chosen`` (B,) is true mirrored left to right."""
+    return torch.where(chosen[:, None, None, None], images.flip(-1), images)
+
+
 def edge_padded_batch(images: list[torch.Tensor]) -> torch.Tensor:
     """float32 (B, C, H + 1, W + 1) holding each image top-left, its last row and column repeated once.
 

@@ -16,7 +16,15 @@ import torch
 from torch.utils.data import Dataset
 
 from raysweep.errors import UsageError
-from trainers.crops import CropRecipe, crop_batch, random_crop_boxes, train_crop, val_crop, val_crop_boxes
+from trainers.crops import (
+    CropRecipe,
+    crop_batch,
+    flip_chosen,
+    random_crop_boxes,
+    train_crop,
+    val_crop,
+    val_crop_boxes,
+)
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 JPEG_SUFFIXES = (".jpg", ".jpeg")
@@ -175,8 +183,7 @@ def decode_on_device(
     out = crop_batch(images, random_crop_boxes(heights, widths, recipe, generator), size)
     if not recipe.flip:
         return out
-    flipped = (torch.rand(len(images), generator=generator) < 0.5).to(device)
-    return torch.where(flipped[:, None, None, None], out.flip(-1), out)
+    return flip_chosen(out, (torch.rand(len(images), generator=generator) < 0.5).to(device))
 
 
 def all_jpeg(index: FolderIndex) -> bool:

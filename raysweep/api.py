@@ -73,15 +73,17 @@ def run_sweep(
     dashboard: bool = True,
     dashboard_host: str = "127.0.0.1",
     report: bool = True,
+    share_workers: bool = True,
     log_to: tuple[str, ...] = (),
     find_max_batch: bool | SearchLimits = False,
 ) -> SweepResult:
     """Run ``space`` (a bundled name, a YAML path, or a mapping with a space file's keys) and return its tables.
 
-    ``overrides`` sets trial parameters as ``--set`` does (a list makes an axis). ``find_max_batch`` (True,
-    or ``SearchLimits`` to bound the search) first finds each configuration's largest micro batch that fits
-    and sweeps the grid clipped to it (``<sweep>/max_batch/``). Everything is checked before Ray starts;
-    bad input raises ``UsageError``.
+        ``overrides`` sets trial parameters as ``--set`` does (a list makes an axis). ``find_max_batch`` (True,
+        or ``SearchLimits`` to bound the search) first finds each configuration's largest micro batch that fits
+        and sweeps the grid clipped to it (``<sweep>/max_batch/``). ``share_workers=False`` gives every trial
+    fresh worker processes (``--no-shared-workers``). Everything is checked before Ray starts;
+        bad input raises ``UsageError``.
     """
     options = SweepOptions(
         results_dir=str(results_dir),
@@ -93,6 +95,7 @@ def run_sweep(
         dashboard=dashboard,
         dashboard_host=dashboard_host,
         report=report,
+        share_workers=share_workers,
         log_to=tuple(log_to),
         find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None,
     )

@@ -23,6 +23,7 @@ class SweepOptions:
     dashboard: bool = True
     dashboard_host: str = "127.0.0.1"
     report: bool = True
+    share_workers: bool = True  # trials of one shape reuse a worker group (raysweep.worker_groups)
     log_to: tuple[str, ...] = ()  # experiment trackers: mlflow, wandb
     retry_failed: bool = False  # resume only: run failed trials again
     command: tuple[str, ...] = ()  # what started the sweep, recorded in sweep.json

@@ -35,6 +35,8 @@ from raysweep.params import TrialParams
 # The keys of the metrics dict that carry the reports from a worker to the recorder.
 EPOCH_KEY, TRIAL_KEY, RANKS_KEY = "epoch_report", "trial_report", "rank_reports"
 REPORT_KEYS = (EPOCH_KEY, TRIAL_KEY, RANKS_KEY)
+# Which trial a report belongs to: a shared worker group's reports reach its trials' drivers by it.
+TRIAL_ID_KEY = "reporting_trial"
 
 
 def column(doc: str, default: Any = None, arrow: str = "", transport: bool = False) -> Any:
@@ -103,6 +105,9 @@ class TrialReport:
     final_loss: float | None = column("last epoch's training loss")
     val_accuracy: float | None = column("last epoch's held-out accuracy")
     retries: int = column("worker-group restarts (a killed rank, a failed collective)", default=0, arrow="int32")
+    worker_group: str | None = column(
+        "the Ray Train run whose worker processes ran the trial: trials with one value shared processes"
+    )
     since_first_step_s: float | None = column(
         "worker clock: seconds from the first training step to this report", transport=True
     )

@@ -30,6 +30,7 @@ from raysweep.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.tensorboard_logger import TensorBoardCallback
 from raysweep.text_table import format_table
 from raysweep.trackers import tracker_callbacks
+from raysweep.worker_groups import open_pool
 
 
 def run_sweep(
@@ -100,6 +101,12 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
 
 TUNE_DIR = "_tune"
 
+
+def train_storage(store: ResultStore) -> str:
+    """Where Ray Train keeps its runs (checkpoints, fault markers): beside Tune's state in the sweep."""
+    return str((store.root / "_ray").resolve())
+
+
 # Trials in, the trials to sweep and notes out; called once the cluster is connected.
 FitBatches = Callable[[list[TrialParams]], tuple[list[TrialParams], list[str]]]
 
@@ -112,9 +119,10 @@ def trials_tuner(options: SweepOptions, store: ResultStore, trials: list[TrialPa
         base_config={
             "sweep": store.sweep,
             "sweep_dir": str(store.root.resolve()),
-            "storage_path": str((store.root / "_ray").resolve()),
+            "storage_path": train_storage(store),
             "collective_timeout_s": options.collective_timeout,
             "max_failures": options.max_failures,
+            "share_workers": options.share_workers,
         },
         max_concurrent=options.max_concurrent_trials,
         finished_params=store.finished_params,
@@ -184,7 +192,12 @@ def tune_environment() -> None:
 def fit_and_summarise(tuner: tune.Tuner, store: ResultStore, options: SweepOptions) -> Path | None:
     tune_environment()
     started = time.time()
-    tuner.fit()
+    # Owned by this process, so its worker groups end with the sweep even where this process is killed.
+    pool = open_pool(store.sweep, train_storage(store), options.collective_timeout)
+    try:
+        tuner.fit()
+    finally:
+        ray.get(pool.close.remote())
     economy = sweep_economy(store.read("trials"), available_devices())
     store.write_sweep_json({**store.read_sweep_json(), "economy": economy})
     print_summary(store, time.time() - started, economy)

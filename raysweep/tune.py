@@ -117,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-dashboard", action="store_true", help="start the local Ray without its dashboard")
     p.add_argument("--no-report", action="store_true", help="do not write the analysis report at the end")
     p.add_argument(
+        "--no-shared-workers",
+        action="store_true",
+        help="start every trial's worker processes afresh (a Ray Train run per trial) instead of reusing a "
+        "worker group across the trials of one shape; slower to start, nothing shared but the machine",
+    )
+    p.add_argument(
         "--log-to",
         action="append",
         default=[],
@@ -191,6 +197,7 @@ def parse_command(argv: list[str] | None) -> Command:
         dashboard=not args.no_dashboard,
         dashboard_host=args.dashboard_host,
         report=not args.no_report,
+        share_workers=not args.no_shared_workers,
         log_to=tuple(args.log_to),
         retry_failed=args.retry_failed,
         command=tuple(sys.argv[:1] + list(argv if argv is not None else sys.argv[1:])),

@@ -38,7 +38,12 @@ def meter() -> TrialMeter:
 
 def test_trial_report_known_answers(meter):
     r = meter.trial_report(
-        samples_per_epoch=512, optimizer_steps=8, allreduce_probe_ms=1.5, compute=ComputeRate(None, None), retries=1
+        samples_per_epoch=512,
+        optimizer_steps=8,
+        allreduce_probe_ms=1.5,
+        compute=ComputeRate(None, None),
+        retries=1,
+        worker_group="s-workers-1",
     )
     assert r.throughput == pytest.approx(2000 / 10.0)  # timed samples over timed seconds, all epochs
     assert r.throughput_per_worker == pytest.approx(100.0)
@@ -47,6 +52,7 @@ def test_trial_report_known_answers(meter):
     assert r.train_time_s == pytest.approx(10.5) and r.warmup_s == pytest.approx(0.5)
     assert (r.timed_samples, r.timed_s) == (2000, pytest.approx(10.0))
     assert (r.final_loss, r.val_accuracy, r.retries, r.allreduce_probe_ms) == (1.0, 0.6, 1, 1.5)
+    assert r.worker_group == "s-workers-1"
 
 
 def test_rank_report_busy_is_step_minus_wait(meter):

@@ -2,7 +2,8 @@
 
 Every rank calls its engine's ``save`` (DeepSpeed and FSDP write per-rank shards) into its own local
 directory and reports it; Ray Train merges the ranks' files into one checkpoint in storage.
-On restart each rank loads that checkpoint and the trial continues at the next epoch.
+On restart each rank loads that checkpoint and the trial continues at the next epoch: a run of its
+own finds it with ``ray.train.get_checkpoint``, a trial in a shared worker group is handed it.
 """
 
 from __future__ import annotations
@@ -37,9 +38,8 @@ def discard(checkpoint: ray.train.Checkpoint | None) -> None:
         shutil.rmtree(checkpoint.path, ignore_errors=True)
 
 
-def restore_checkpoint(engine: Engine, meter: TrialMeter) -> bool:
-    """Load the latest checkpoint of this run, if there is one; True when the trial resumes."""
-    checkpoint = ray.train.get_checkpoint()
+def restore_checkpoint(engine: Engine, meter: TrialMeter, checkpoint: ray.train.Checkpoint | None) -> bool:
+    """Load the trial's latest checkpoint, if it has one; True when the trial resumes."""
     if checkpoint is None:
         return False
     with checkpoint.as_directory() as directory:

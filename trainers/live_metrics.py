@@ -19,39 +19,36 @@ RANK_TAGS = ("sweep", "trial_id", "rank")
 
 
 class LiveMetrics:
-    """The gauges and counter of one rank of one trial."""
+    """The gauges and counter of one rank's process, tagged per trial (a shared worker runs several)."""
 
-    def __init__(self, sweep: str, trial_id: str, rank: int):
+    def __init__(self):
         from ray.util.metrics import Counter, Gauge
 
-        self.rank = rank
-        trial = {"sweep": sweep, "trial_id": trial_id}
-        ranked = {**trial, "rank": str(rank)}
         self.samples_per_s = Gauge(
             "raysweep_trial_samples_per_second", "Global training samples/s of the last epoch", TRIAL_TAGS
-        ).set_default_tags(trial)
-        self.epoch = Gauge("raysweep_trial_epoch", "Epochs finished", TRIAL_TAGS).set_default_tags(trial)
-        self.samples = Counter(
-            "raysweep_trial_samples", "Global training samples processed (timed steps)", TRIAL_TAGS
-        ).set_default_tags(trial)
+        )
+        self.epoch = Gauge("raysweep_trial_epoch", "Epochs finished", TRIAL_TAGS)
+        self.samples = Counter("raysweep_trial_samples", "Global training samples processed (timed steps)", TRIAL_TAGS)
         self.step_ms = Gauge(
             "raysweep_trial_step_time_ms", "Mean optimizer step time of the last epoch on this rank", RANK_TAGS
-        ).set_default_tags(ranked)
+        )
         self.peak_mem = Gauge(
             "raysweep_trial_peak_memory_gib", "Peak memory of this rank so far (GPU allocated or CPU RSS)", RANK_TAGS
-        ).set_default_tags(ranked)
+        )
 
-    def update(self, meter: TrialMeter, peak_mem_gib: float) -> None:
+    def update(self, meter: TrialMeter, peak_mem_gib: float, rank: int, sweep: str, trial_id: str) -> None:
+        trial = {"sweep": sweep, "trial_id": trial_id}
+        ranked = {**trial, "rank": str(rank)}
         last = meter.epochs[-1]
         if last.step_ms:
-            self.step_ms.set(statistics.fmean(last.step_ms))
-        self.peak_mem.set(peak_mem_gib)
-        if self.rank == 0:
+            self.step_ms.set(statistics.fmean(last.step_ms), tags=ranked)
+        self.peak_mem.set(peak_mem_gib, tags=ranked)
+        if rank == 0:
             if last.timed_s > 0:
-                self.samples_per_s.set(last.timed_samples / last.timed_s)
+                self.samples_per_s.set(last.timed_samples / last.timed_s, tags=trial)
             if last.timed_samples:
-                self.samples.inc(last.timed_samples)
-            self.epoch.set(last.epoch + 1)
+                self.samples.inc(last.timed_samples, tags=trial)
+            self.epoch.set(last.epoch + 1, tags=trial)
 
 
 _live: LiveMetrics | None = None
@@ -65,8 +62,8 @@ def publish_epoch(meter: TrialMeter, rank: int, peak_mem_gib: float, sweep: str,
         return
     try:
         if _live is None:
-            _live = LiveMetrics(sweep, trial_id, rank)
-        _live.update(meter, peak_mem_gib)
+            _live = LiveMetrics()
+        _live.update(meter, peak_mem_gib, rank, sweep, trial_id)
     except Exception as e:  # monitoring is optional; the trial's own results still go to Tune
         _disabled = True
         print(f"raysweep: live metrics disabled on rank {rank}: {e}", file=sys.stderr, flush=True)

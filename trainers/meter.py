@@ -113,6 +113,7 @@ class TrialMeter:
         allreduce_probe_ms: float | None,
         compute: ComputeRate,
         retries: int,
+        worker_group: str,
     ) -> TrialReport:
         steps = self.step_ms
         last = self.epochs[-1]
@@ -138,6 +139,7 @@ class TrialMeter:
             final_loss=last.train_loss,
             val_accuracy=last.val_accuracy,
             retries=retries,
+            worker_group=worker_group,
             # A span on the worker's clock alone: the recorder subtracts it on its own clock (setup_s).
             since_first_step_s=time.time() - self.first_step_at if self.first_step_at else None,
         )

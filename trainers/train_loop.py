@@ -1,8 +1,10 @@
 """The per-worker training loop: one rank of a DeepSpeed (or DDP) data-parallel ViT trial.
 
-``train_fn_per_worker(config)`` reads as the algorithm; reporting lives in the small helpers
+``train_trial(config, resume_from)`` reads as the algorithm; reporting lives in the small helpers
 below it, the measurements in their own modules (timing, warmup, straggler, flops, numerics,
-comm_profile).  Everything a worker needs is in ``config``.
+comm_profile).  Everything a worker needs is in ``config``.  ``train_fn_per_worker`` runs one trial
+as a Ray Train run of its own; ``trainers.trial_server`` runs trials one after another in a shared
+worker group.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from raysweep.params import TrialParams
-from raysweep.schema import EPOCH_KEY, RANKS_KEY, TRIAL_KEY
+from raysweep.schema import EPOCH_KEY, RANKS_KEY, TRIAL_ID_KEY, TRIAL_KEY
 from trainers.batches import Batches, make_batches
 from trainers.checkpointing import discard, restore_checkpoint, save_checkpoint
 from trainers.comm_profile import ProfileWindow
@@ -45,6 +47,11 @@ MIN_TIMED_STEPS = 5
 
 
 def train_fn_per_worker(config: dict) -> None:
+    """One trial, the whole Ray Train run: a restarted worker group resumes from the run's latest checkpoint."""
+    train_trial(config, ray.train.get_checkpoint())
+
+
+def train_trial(config: dict, resume_from: ray.train.Checkpoint | None) -> None:
     params = TrialParams.from_dict(config["params"])
     context = ray.train.get_context()
     rank, world = context.get_world_rank(), context.get_world_size()
@@ -71,7 +78,7 @@ def train_fn_per_worker(config: dict) -> None:
     meter.mark("engine_ready")
     image_size = params.image_size or native_image_size(params.model)
     batches = make_batches(params, data, device, image_size, engine.input_dtype, rank)
-    if restore_checkpoint(engine, meter):
+    if restore_checkpoint(engine, meter, resume_from):
         plan = EpochPlan.of(params, data, start_epoch=len(meter.epochs))  # warm-up again after every start
         if rank == 0:
             print(f"raysweep: resumed from checkpoint after epoch {len(meter.epochs) - 1}", flush=True)
@@ -101,7 +108,7 @@ def train_fn_per_worker(config: dict) -> None:
             rank,
             device,
             final=last,
-            retries=config["attempt"],
+            trial=config,
             checkpoint=checkpoint,
         )
         discard(checkpoint)
@@ -296,25 +303,34 @@ def report(
     rank: int,
     device,
     final: bool,
-    retries: int,
+    trial: dict,
     checkpoint: ray.train.Checkpoint | None,
 ) -> None:
-    """Every rank reports (Ray Train expects it); rank 0's metrics carry all ranks' reports to Tune."""
+    """Every rank reports (Ray Train expects it); rank 0's metrics carry all ranks' reports to Tune.
+
+    ``trial`` is the worker's config: which trial this is, its attempt and its worker group.
+    """
     ranks = gather(meter.rank_report(rank, node_name(), device_name(device), peak_memory_gib(device)))
     epoch = meter.epochs[-1]
-    trial = meter.trial_report(
-        plan.samples_per_epoch, plan.steps_per_epoch * len(meter.epochs), allreduce_probe_ms, compute, retries
+    summary = meter.trial_report(
+        plan.samples_per_epoch,
+        plan.steps_per_epoch * len(meter.epochs),
+        allreduce_probe_ms,
+        compute,
+        trial["attempt"],
+        trial["worker_group"],
     )
-    trial.joules_per_sample = joules_per_sample([r.energy_j for r in ranks], meter.timed_samples)
+    summary.joules_per_sample = joules_per_sample([r.energy_j for r in ranks], meter.timed_samples)
     ray.train.report(
         {
+            TRIAL_ID_KEY: trial["trial_id"],
             "epoch": epoch.epoch,
-            "throughput": trial.throughput,
+            "throughput": summary.throughput,
             "train_loss": epoch.train_loss,
             "val_accuracy": epoch.val_accuracy,
             "final": final,
             EPOCH_KEY: asdict(meter.epoch_report(epoch)),
-            TRIAL_KEY: asdict(trial),
+            TRIAL_KEY: asdict(summary),
             # keyed by rank so every value is a scalar that Tune's loggers can chart
             RANKS_KEY: {str(r.rank): asdict(r) for r in ranks},
         },

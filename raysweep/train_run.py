@@ -1,0 +1,61 @@
+"""The Ray Train run that holds a trial's ranks: its shape (ranks, device, CPUs, placement) as a ``TorchTrainer``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ray.train import LoggingConfig, RunConfig, ScalingConfig
+
+from raysweep.params import TrialParams
+
+if TYPE_CHECKING:
+    from ray.train.torch import TorchTrainer
+
+# What a worker group is made of: trials equal in these can run in the same group's processes.
+SHAPE_FIELDS = ("num_workers", "device", "cpus_per_worker", "placement_strategy")
+
+
+def shape_of(params: TrialParams) -> tuple:
+    return tuple(getattr(params, name) for name in SHAPE_FIELDS)
+
+
+def torch_trainer(
+    params: TrialParams,
+    train_fn: Callable[[dict], None],
+    loop_config: dict,
+    run_name: str,
+    storage_path: str,
+    collective_timeout_s: int,
+    callbacks: list,
+) -> TorchTrainer:
+    """A Train run of ``train_fn`` on ``params``'s shape (only the fields in ``SHAPE_FIELDS`` are read)."""
+    # ray.train.torch imports torch: seconds that the sweep's own process and the pool need not spend
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    gpu = params.device == "gpu"
+    return TorchTrainer(
+        train_fn,
+        train_loop_config=loop_config,
+        torch_config=TorchConfig(backend="nccl" if gpu else "gloo", timeout_s=collective_timeout_s),
+        scaling_config=ScalingConfig(
+            num_workers=params.num_workers,
+            use_gpu=gpu,
+            resources_per_worker={"CPU": params.cpus_per_worker, **({"GPU": 1} if gpu else {})},
+            placement_strategy=params.placement_strategy,
+        ),
+        run_config=RunConfig(
+            name=run_name,
+            storage_path=storage_path,
+            callbacks=callbacks,
+            worker_runtime_env={"env_vars": worker_env(params)},
+            # Ray Train's INFO lines (resources requested, worker group started, process group set up)
+            # go to its log files only; its warnings and errors still reach the screen.
+            logging_config=LoggingConfig(log_level="WARNING"),
+        ),
+    )
+
+
+def worker_env(params: TrialParams) -> dict[str, str]:
+    """DeepSpeed picks its accelerator from the environment; on CPU it must be told."""
+    return {"DS_ACCELERATOR": "cuda"} if params.device == "gpu" else {"DS_ACCELERATOR": "cpu"}

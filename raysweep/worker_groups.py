@@ -1,0 +1,224 @@
+"""Worker groups shared by the trials of one shape: Ray Train starts a trial's processes once per group.
+
+A trial in a Train run of its own starts three fresh processes one after another (Tune's trial
+actor, Train's controller, the worker), each importing Ray and torch, then timm and DeepSpeed:
+9-25 s before its first step (docs/performance.md, section 3), often more than it trains.  Here a
+``TrialGroup`` is one Ray Train run (a ``TorchTrainer`` of ``trainers.trial_server``) whose
+workers train the trials it is handed, one after another; the sweep's ``GroupPool`` keeps the
+idle groups by shape (``train_run.SHAPE_FIELDS``) and hands one to each trial that asks.
+
+What a trial is stays the same: one Tune trial per configuration, whose driver (``run_in_group``)
+passes the group's reports on to Tune as its own; a fresh model, engine, optimizer, seed, data
+order and peak-memory figure (``trainers.trial_server``).  A trial that fails (an exception, a
+killed rank, out of memory, a collective timeout) ends its group's run: the failure is that
+trial's, the group is dropped, and the next trial of that shape gets a new one.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+
+import ray
+import ray.tune
+from ray.train import Checkpoint
+from ray.train.v2.api.callback import UserCallback
+
+from raysweep.errors import is_out_of_memory
+from raysweep.params import TrialParams
+from raysweep.schema import TRIAL_ID_KEY
+from raysweep.train_run import shape_of, torch_trainer
+
+# A call that waits for news (a worker's next trial, a driver's next report) returns empty after
+# this long, so that no actor thread is held for ever by a caller that went away.
+POLL_S = 2.0
+
+
+def pool_name(sweep: str) -> str:
+    return f"raysweep-worker-groups-{sweep}"
+
+
+@ray.remote(num_cpus=0, max_concurrency=64)
+class TrialGroup:
+    """One Ray Train run whose workers train the trials handed to ``run``, in order."""
+
+    def __init__(self, params: dict, run_name: str, storage_path: str, collective_timeout_s: int):
+        self.trials: list[dict] = []
+        self.picked = -1  # the last trial the workers have started
+        self.reports: dict[str, list[tuple[dict, Checkpoint | None]]] = defaultdict(list)
+        self.stopping = False
+        self.ended = False
+        self.failure: Exception | None = None
+        self.changed = threading.Condition()
+        me = ray.get_runtime_context().current_actor
+        trainer = torch_trainer(
+            TrialParams.from_dict(params),
+            serve_trials_fn(),
+            {"group": me},
+            run_name,
+            storage_path,
+            collective_timeout_s,
+            callbacks=[GroupReportCallback(me)],
+        )
+        threading.Thread(target=self.serve, args=(trainer,), daemon=True).start()
+
+    def serve(self, trainer) -> None:
+        failure = None
+        try:
+            trainer.fit()
+        except Exception as e:  # the trial in flight gets it (its driver re-raises it)
+            failure = e
+        with self.changed:
+            self.ended, self.failure = True, failure
+            self.changed.notify_all()
+
+    def run(self, trial: dict) -> int:
+        """Queue a trial for the workers; its number in this group."""
+        with self.changed:
+            self.trials.append(trial)
+            self.changed.notify_all()
+            return len(self.trials) - 1
+
+    def next_trial(self, index: int) -> dict:
+        """A worker's next trial: ``{"trial": ...}``, ``{"stop": True}``, or ``{}`` (ask again)."""
+        with self.changed:
+            self.changed.wait_for(lambda: index < len(self.trials) or self.stopping, timeout=POLL_S)
+            if index < len(self.trials):
+                self.picked = max(self.picked, index)
+                return {"trial": self.trials[index]}
+            return {"stop": True} if self.stopping else {}
+
+    def post(self, metrics: dict, checkpoint: Checkpoint | None) -> None:
+        """A report of all ranks, from the Train controller (``GroupReportCallback``)."""
+        with self.changed:
+            self.reports[metrics[TRIAL_ID_KEY]].append((metrics, checkpoint))
+            self.changed.notify_all()
+
+    def progress(self, trial_id: str, index: int, seen: int) -> tuple[list, bool, bool, Exception | None]:
+        """Reports of ``trial_id`` after its first ``seen``; whether the workers started it; whether the run ended."""
+        with self.changed:
+            self.changed.wait_for(lambda: len(self.reports[trial_id]) > seen or self.ended, timeout=POLL_S)
+            return self.reports[trial_id][seen:], self.picked >= index, self.ended, self.failure
+
+    def stop(self) -> None:
+        """Let the workers return once idle: the run ends and its placement group is freed."""
+        with self.changed:
+            self.stopping = True
+            self.changed.notify_all()
+
+    def wait_ended(self, timeout_s: float) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: self.ended, timeout=timeout_s)
+
+
+def serve_trials_fn():
+    from trainers.trial_server import serve_trials_per_worker
+
+    return serve_trials_per_worker
+
+
+class GroupReportCallback(UserCallback):
+    """On the Train controller: each report of all ranks goes to the group, in order (hence the wait)."""
+
+    def __init__(self, group):
+        self.group = group
+
+    def after_report(self, run_context, metrics: list[dict], checkpoint: Checkpoint | None) -> None:
+        ray.get(self.group.post.remote(metrics[0], checkpoint))
+
+
+@ray.remote(num_cpus=0)
+class GroupPool:
+    """The sweep's worker groups, idle ones by shape; one caller at a time (a plain actor's calls queue)."""
+
+    def __init__(self, sweep: str, storage_path: str, collective_timeout_s: int):
+        self.sweep, self.storage_path, self.collective_timeout_s = sweep, storage_path, collective_timeout_s
+        self.groups: dict[str, object] = {}  # by name: every group not yet dropped
+        self.idle: dict[tuple, list[str]] = defaultdict(list)
+
+    def acquire(self, params: dict) -> tuple:
+        """An idle group of this shape, or a new one once idle groups of other shapes have let go of their devices."""
+        shape = shape_of(TrialParams.from_dict(params))
+        if self.idle[shape]:
+            name = self.idle[shape].pop()
+        else:
+            for names in self.idle.values():
+                for other in names:
+                    self.groups.pop(other).stop.remote()
+            self.idle.clear()
+            name = f"{self.sweep}-workers-{uuid.uuid4().hex[:8]}"
+            self.groups[name] = TrialGroup.remote(params, name, self.storage_path, self.collective_timeout_s)
+        return self.groups[name], name
+
+    def release(self, params: dict, name: str, alive: bool) -> None:
+        if alive:
+            self.idle[shape_of(TrialParams.from_dict(params))].append(name)
+        else:
+            self.groups.pop(name).stop.remote()
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """End every group's run (the sweep is over)."""
+        handles = list(self.groups.values())
+        for handle in handles:
+            handle.stop.remote()
+        if handles:
+            ray.wait([h.wait_ended.remote(timeout_s) for h in handles], num_returns=len(handles))
+        self.groups.clear()
+        self.idle.clear()
+
+
+def open_pool(sweep: str, storage_path: str, collective_timeout_s: int):
+    """The sweep's pool, owned by the calling process (the CLI's): its groups end with it."""
+    return GroupPool.options(name=pool_name(sweep), get_if_exists=True).remote(
+        sweep, storage_path, collective_timeout_s
+    )
+
+
+@dataclass
+class Outcome:
+    failure: Exception | None
+    started: bool  # the workers began the trial (a group that failed before that was not its fault)
+    checkpoint: Checkpoint | None  # the trial's latest, to resume from
+
+
+def run_in_group(config: dict, trial: dict) -> None:
+    """Run one trial (its worker config ``trial``) in a group of the sweep's pool, retried as a Train run is.
+
+    A group that fails is replaced; the trial starts again from its latest checkpoint, up to
+    ``max_failures`` times, and not after running out of memory (it would fail the same way).
+    A group that failed before its workers began this trial (the last trial's end) costs no attempt.
+    """
+    pool = ray.get_actor(pool_name(config["sweep"]))
+    attempt, resume_from, spare = 0, None, 1
+    while True:
+        group, name = ray.get(pool.acquire.remote(config["params"]))
+        outcome = follow(group, {**trial, "attempt": attempt, "worker_group": name, "resume_from": resume_from})
+        ray.get(pool.release.remote(config["params"], name, alive=outcome.failure is None))
+        if outcome.failure is None:
+            return
+        if not outcome.started and spare:
+            spare -= 1
+            continue
+        if attempt == config["max_failures"] or is_out_of_memory(str(outcome.failure)):
+            raise outcome.failure
+        attempt, resume_from = attempt + 1, outcome.checkpoint or resume_from
+
+
+def follow(group, trial: dict) -> Outcome:
+    """Hand ``trial`` to ``group`` and pass its reports to Tune until its final one, or the group's end."""
+    trial_id = trial["trial_id"]
+    index = ray.get(group.run.remote(trial))
+    seen, checkpoint = 0, trial["resume_from"]
+    while True:
+        reports, started, ended, failure = ray.get(group.progress.remote(trial_id, index, seen))
+        for metrics, reported in reports:
+            seen += 1
+            checkpoint = reported or checkpoint
+            ray.tune.report(metrics)
+            if metrics["final"]:
+                return Outcome(None, True, checkpoint)
+        if ended:
+            failure = failure or RuntimeError(f"worker group ended before trial {trial_id} finished")
+            return Outcome(failure, started, checkpoint)

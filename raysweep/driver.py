@@ -35,10 +35,12 @@ def train_driver_fn(config: dict) -> None:
 
 def worker_config(config: dict, trial_id: str, started_at: float) -> dict:
     """Everything a rank needs for this trial (``trainers.train_loop.train_trial``), but its attempt and group."""
+    run_dir = f"{config['storage_path']}/{run_name(config, trial_id)}"
     return {
         "params": config["params"],
         "trial_started_at": started_at,
-        "fault_marker_dir": f"{config['storage_path']}/{run_name(config, trial_id)}/faults",
+        "run_dir": run_dir,  # the trial's own directory in Ray Train's storage, whichever run trains it
+        "fault_marker_dir": f"{run_dir}/faults",
         "sweep": config["sweep"],
         "trial_id": trial_id,
         "collective_timeout_s": config["collective_timeout_s"],

@@ -74,7 +74,7 @@ def run_sweep(
         )
         callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))]
         tuner = trials_tuner(options, store, trials, callbacks)
-        return fit_and_summarise(tuner, store, options)
+        return fit_and_summarise(tuner, store, options, first_trial=trials[0])
     finally:
         ray.shutdown()
 
@@ -132,7 +132,9 @@ def trials_tuner(options: SweepOptions, store: ResultStore, trials: list[TrialPa
         tune_config=tune.TuneConfig(
             search_alg=searcher,
             num_samples=len(trials),
-            reuse_actors=False,
+            # A trial's actor only drives its trial (through a shared worker group or a Train run of its
+            # own), so the next trial can reuse it: each trial then skips the actor's start and imports.
+            reuse_actors=True,
             trial_dirname_creator=trial_dirname,
         ),
         run_config=tune.RunConfig(
@@ -189,11 +191,18 @@ def tune_environment() -> None:
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 
-def fit_and_summarise(tuner: tune.Tuner, store: ResultStore, options: SweepOptions) -> Path | None:
+def fit_and_summarise(
+    tuner: tune.Tuner, store: ResultStore, options: SweepOptions, first_trial: TrialParams | None = None
+) -> Path | None:
+    """Run the trials, then print the summary and write the report.
+
+    With shared workers the first trial's group starts while Tune starts its trial.
+    """
     tune_environment()
     started = time.time()
     # Owned by this process, so its worker groups end with the sweep even where this process is killed.
-    pool = open_pool(store.sweep, train_storage(store), options.collective_timeout)
+    prestart = first_trial.to_dict() if first_trial and options.share_workers else None
+    pool = open_pool(store.sweep, train_storage(store), options.collective_timeout, prestart)
     try:
         tuner.fit()
     finally:

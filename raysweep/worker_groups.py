@@ -16,10 +16,13 @@ trial's, the group is dropped, and the next trial of that shape gets a new one.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 import ray
 import ray.tune
@@ -133,10 +136,17 @@ class GroupReportCallback(UserCallback):
 class GroupPool:
     """The sweep's worker groups, idle ones by shape; one caller at a time (a plain actor's calls queue)."""
 
-    def __init__(self, sweep: str, storage_path: str, collective_timeout_s: int):
+    def __init__(self, sweep: str, storage_path: str, collective_timeout_s: int, prestart: dict | None):
         self.sweep, self.storage_path, self.collective_timeout_s = sweep, storage_path, collective_timeout_s
         self.groups: dict[str, object] = {}  # by name: every group not yet dropped
         self.idle: dict[tuple, list[str]] = defaultdict(list)
+        if prestart is not None:
+            self.idle[shape_of(TrialParams.from_dict(prestart))].append(self.start_group(prestart))
+
+    def start_group(self, params: dict) -> str:
+        name = f"{self.sweep}-workers-{uuid.uuid4().hex[:8]}"
+        self.groups[name] = TrialGroup.remote(params, name, self.storage_path, self.collective_timeout_s)
+        return name
 
     def acquire(self, params: dict) -> tuple:
         """An idle group of this shape, or a new one once idle groups of other shapes have let go of their devices."""
@@ -148,8 +158,7 @@ class GroupPool:
                 for other in names:
                     self.groups.pop(other).stop.remote()
             self.idle.clear()
-            name = f"{self.sweep}-workers-{uuid.uuid4().hex[:8]}"
-            self.groups[name] = TrialGroup.remote(params, name, self.storage_path, self.collective_timeout_s)
+            name = self.start_group(params)
         return self.groups[name], name
 
     def release(self, params: dict, name: str, alive: bool) -> None:
@@ -169,10 +178,13 @@ class GroupPool:
         self.idle.clear()
 
 
-def open_pool(sweep: str, storage_path: str, collective_timeout_s: int):
-    """The sweep's pool, owned by the calling process (the CLI's): its groups end with it."""
+def open_pool(sweep: str, storage_path: str, collective_timeout_s: int, prestart: dict | None = None):
+    """The sweep's pool, owned by the calling process (the CLI's): its groups end with it.
+
+    ``prestart``: the parameters of a trial whose group to start now, before any trial asks for it.
+    """
     return GroupPool.options(name=pool_name(sweep), get_if_exists=True).remote(
-        sweep, storage_path, collective_timeout_s
+        sweep, storage_path, collective_timeout_s, prestart
     )
 
 
@@ -189,9 +201,10 @@ def run_in_group(config: dict, trial: dict) -> None:
     A group that fails is replaced; the trial starts again from its latest checkpoint, up to
     ``max_failures`` times, and not after running out of memory (it would fail the same way).
     A group that failed before its workers began this trial (the last trial's end) costs no attempt.
+    A trial that Tune starts again (a resumed sweep) continues from the checkpoint it last recorded.
     """
     pool = ray.get_actor(pool_name(config["sweep"]))
-    attempt, resume_from, spare = 0, None, 1
+    attempt, resume_from, spare = 0, last_checkpoint(trial["run_dir"]), 1
     while True:
         group, name = ray.get(pool.acquire.remote(config["params"]))
         outcome = follow(group, {**trial, "attempt": attempt, "worker_group": name, "resume_from": resume_from})
@@ -215,10 +228,33 @@ def follow(group, trial: dict) -> Outcome:
         reports, started, ended, failure = ray.get(group.progress.remote(trial_id, index, seen))
         for metrics, reported in reports:
             seen += 1
-            checkpoint = reported or checkpoint
+            if reported is not None:
+                checkpoint = reported
+                remember_checkpoint(trial["run_dir"], reported)
             ray.tune.report(metrics)
             if metrics["final"]:
                 return Outcome(None, True, checkpoint)
         if ended:
             failure = failure or RuntimeError(f"worker group ended before trial {trial_id} finished")
             return Outcome(failure, started, checkpoint)
+
+
+# In a trial's own run directory (where a run of its own keeps its checkpoints): its latest one in a group's.
+CHECKPOINT_POINTER = "latest_checkpoint.json"
+
+
+def remember_checkpoint(run_dir: str, checkpoint: Checkpoint) -> None:
+    path = Path(run_dir) / CHECKPOINT_POINTER
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps({"path": checkpoint.path}))
+    os.replace(temporary, path)
+
+
+def last_checkpoint(run_dir: str) -> Checkpoint | None:
+    """The checkpoint ``remember_checkpoint`` recorded last, while it still exists."""
+    path = Path(run_dir) / CHECKPOINT_POINTER
+    if not path.is_file():
+        return None
+    recorded = json.loads(path.read_text())["path"]
+    return Checkpoint(recorded) if Path(recorded).is_dir() else None

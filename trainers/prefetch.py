@@ -58,7 +58,9 @@ def prefetched(
     def produce() -> None:
         try:
             if cuda:
-                torch.cuda.set_device(device)  # the current device is per thread
+                # the current device is per thread; the stream's device has its index where ``device``
+                # may not (``torch.device("cuda")`` means the caller's current one)
+                torch.cuda.set_device(side.device)
             with torch.cuda.stream(side) if cuda else nullcontext():
                 for item in items:
                     batch = prepare(item)

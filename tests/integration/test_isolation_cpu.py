@@ -5,14 +5,17 @@
 2. micro batch 16, seed 0: the same trial without the fault;
 3. micro batch 16, seed 1.
 
-On CPU ``peak_mem_gib`` is the rank's ``ru_maxrss``, which never falls within a process: a later trial that
-shared a process with trial 0 could not report less than trial 0 did.
+By default trials of one shape share a worker group's processes (``raysweep.worker_groups``): trials 0
+and 1 run in one, the failure ends it, trials 2 and 3 run in the next.  On CPU ``peak_mem_gib`` is the
+process's ``VmHWM``, reset between trials: trial 1 reports less than trial 0 only if the reset works.
+With ``--no-shared-workers`` every trial has processes of its own.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.integration.conftest import explain, run_cli, table
@@ -42,12 +45,14 @@ SPACE = {
 }
 
 
-def test_trials_of_one_sweep_share_no_memory_seed_or_failure(tmp_path: Path):
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-workers", "a-run-per-trial"])
+def test_trials_of_one_sweep_share_no_memory_seed_or_failure(tmp_path: Path, shared: bool):
     space = tmp_path / "isolation.yaml"
     space.write_text(yaml.safe_dump(SPACE, sort_keys=False))
     proc = run_cli(
         *("--space", str(space), "--results-dir", str(tmp_path), "--name", "iso"),
         *("--max-concurrent-trials", "1", "--no-report", "--no-dashboard"),
+        *([] if shared else ["--no-shared-workers"]),
     )
     assert proc.returncode == 1, explain(proc)  # the sweep ran to its end; not every trial completed
     sweep = tmp_path / "iso"
@@ -64,7 +69,14 @@ def test_trials_of_one_sweep_share_no_memory_seed_or_failure(tmp_path: Path):
         assert_filled(row)
     assert same["optimizer_steps"] == 2 * 128 // 16
 
-    # (a) fresh processes: every later trial's peak is below the big one's, in both tables
+    # the processes each trial ran in: shared until a failure ends the group, or a run per trial
+    groups = [row["worker_group"] for row in trials]
+    if shared:
+        assert groups[0] == groups[1] != groups[2] == groups[3], groups
+    else:
+        assert len(set(groups)) == 4 and all(g.endswith(row["trial_id"]) for g, row in zip(groups, trials)), groups
+
+    # (a) every later trial's peak is below the big one's, in both tables
     ranks = {r["trial_id"]: r for r in table(sweep, "ranks").to_pylist()}
     for row in (faulty, same, other):
         assert row["peak_mem_gib"] < big["peak_mem_gib"], (row["trial_id"], row["peak_mem_gib"], big["peak_mem_gib"])

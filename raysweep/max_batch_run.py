@@ -30,7 +30,7 @@ from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
 from raysweep.recorder import ResultTablesCallback
 from raysweep.store import ResultStore, atomic_write_table
-from raysweep.sweep import trials_tuner, tune_environment
+from raysweep.sweep import fit_trials, trials_tuner
 
 
 class ProbeRounds:
@@ -47,8 +47,8 @@ class ProbeRounds:
         # A search stopped before its table was written left this round's directory: its rows are not
         # this search's, and Tune would take the directory for an experiment to continue.
         shutil.rmtree(probes.root, ignore_errors=True)
-        tune_environment()
-        trials_tuner(self.options, probes, trials, [ResultTablesCallback(probes)]).fit()
+        tuner = trials_tuner(self.options, probes, trials, [ResultTablesCallback(probes)])
+        fit_trials(tuner, probes, self.options, first_trial=trials[0])
         outcomes = outcomes_of(trials, probes.read("trials").to_pylist())
         print(round_line(self.rounds, trials, outcomes), flush=True)
         return outcomes

@@ -138,7 +138,8 @@ class TrialParams:
     flip: bool = field(default=True, metadata={"doc": "random horizontal flip of training images"})
     in_chans: int = field(default=3, metadata={"doc": "image channels the model takes (1 = grayscale, 3 = RGB)"})
     decode: str = field(
-        default="auto", metadata={"doc": "imagefolder JPEG decode: auto (gpu on GPU ranks) | cpu | gpu"}
+        default="auto",
+        metadata={"doc": "imagefolder JPEG decode: auto (gpu on GPU ranks under 8 loader workers) | cpu | gpu"},
     )
     loader_workers: int = field(
         default=0, metadata={"doc": "imagefolder decode processes per rank; 0 = from the rank's CPUs"}

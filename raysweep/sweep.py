@@ -30,7 +30,7 @@ from raysweep.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.tensorboard_logger import TensorBoardCallback
 from raysweep.text_table import format_table
 from raysweep.trackers import tracker_callbacks
-from raysweep.worker_groups import open_pool
+from raysweep.worker_groups import group_pool
 
 
 def run_sweep(
@@ -194,23 +194,23 @@ def tune_environment() -> None:
 def fit_and_summarise(
     tuner: tune.Tuner, store: ResultStore, options: SweepOptions, first_trial: TrialParams | None = None
 ) -> Path | None:
-    """Run the trials, then print the summary and write the report.
-
-    With shared workers the first trial's group starts while Tune starts its trial.
-    """
-    tune_environment()
     started = time.time()
-    # Owned by this process, so its worker groups end with the sweep even where this process is killed.
-    prestart = first_trial.to_dict() if first_trial and options.share_workers else None
-    pool = open_pool(store.sweep, train_storage(store), options.collective_timeout, prestart)
-    try:
-        tuner.fit()
-    finally:
-        ray.get(pool.close.remote())
+    fit_trials(tuner, store, options, first_trial)
     economy = sweep_economy(store.read("trials"), available_devices())
     store.write_sweep_json({**store.read_sweep_json(), "economy": economy})
     print_summary(store, time.time() - started, economy)
     return print_report(store) if options.report else None
+
+
+def fit_trials(tuner: tune.Tuner, store: ResultStore, options: SweepOptions, first_trial: TrialParams | None) -> None:
+    """``tuner.fit()`` beside the worker-group pool its trials use.
+
+    With shared workers the first trial's group starts while Tune starts the trial.
+    """
+    tune_environment()
+    prestart = first_trial.to_dict() if first_trial and options.share_workers else None
+    with group_pool(store.sweep, train_storage(store), options.collective_timeout, prestart):
+        tuner.fit()
 
 
 def versions() -> dict[str, str]:

@@ -21,6 +21,8 @@ import os
 import threading
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,7 +60,7 @@ class TrialGroup:
         me = ray.get_runtime_context().current_actor
         trainer = torch_trainer(
             TrialParams.from_dict(params),
-            serve_trials_fn(),
+            serve_trials_per_worker,
             {"group": me},
             run_name,
             storage_path,
@@ -80,6 +82,7 @@ class TrialGroup:
     def run(self, trial: dict) -> int:
         """Queue a trial for the workers; its number in this group."""
         with self.changed:
+            self.reports.clear()  # the last trial's driver has read them all: it released the group
             self.trials.append(trial)
             self.changed.notify_all()
             return len(self.trials) - 1
@@ -116,10 +119,11 @@ class TrialGroup:
             return self.changed.wait_for(lambda: self.ended, timeout=timeout_s)
 
 
-def serve_trials_fn():
+def serve_trials_per_worker(config: dict) -> None:
+    """The group's Ray Train loop; imported on the workers only (timm and DeepSpeed: seconds this actor skips)."""
     from trainers.trial_server import serve_trials_per_worker
 
-    return serve_trials_per_worker
+    serve_trials_per_worker(config)
 
 
 class GroupReportCallback(UserCallback):
@@ -178,14 +182,21 @@ class GroupPool:
         self.idle.clear()
 
 
-def open_pool(sweep: str, storage_path: str, collective_timeout_s: int, prestart: dict | None = None):
-    """The sweep's pool, owned by the calling process (the CLI's): its groups end with it.
+@contextmanager
+def group_pool(
+    sweep: str, storage_path: str, collective_timeout_s: int, prestart: dict | None = None
+) -> Iterator[None]:
+    """The pool of a Tune run of ``sweep``'s trials, while it runs; every group's run ends with it.
 
+    Owned by the calling process (the CLI's), so its groups also end where that process is killed.
     ``prestart``: the parameters of a trial whose group to start now, before any trial asks for it.
     """
-    return GroupPool.options(name=pool_name(sweep), get_if_exists=True).remote(
-        sweep, storage_path, collective_timeout_s, prestart
-    )
+    pool = GroupPool.options(name=pool_name(sweep)).remote(sweep, storage_path, collective_timeout_s, prestart)
+    try:
+        yield
+    finally:
+        ray.get(pool.close.remote())
+        ray.kill(pool)
 
 
 @dataclass

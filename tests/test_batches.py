@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.batches import Batches, shard_indices, to_model_input
+from trainers.batches import CPU_DECODE_MIN_WORKERS, Batches, decodes_on_gpu, shard_indices, to_model_input
 from trainers.datasets import ImageData
 
 CPU = torch.device("cpu")
@@ -138,3 +138,19 @@ def test_validation_counts_every_held_out_sample_once_across_ranks():
             assert x.shape[1:] == (3, 8, 8) and len(x) <= 2
             seen += y.tolist()
     assert sorted(seen) == list(range(7))
+
+
+@pytest.mark.parametrize(
+    "decode, device, workers, jpeg_only, on_gpu",
+    [
+        ("auto", "cuda", 2, True, True),  # few host cores per rank (eight ranks on one host): nvJPEG
+        ("auto", "cuda", 14, True, False),  # enough loader workers to keep up: the GPU stays the model's
+        ("auto", "cuda", 2, False, False),  # a folder with PNGs: nvJPEG cannot decode it
+        ("auto", "cpu", 2, True, False),
+        ("gpu", "cuda", 14, True, True),  # asked for, whatever the workers
+        ("cpu", "cuda", 2, True, False),
+    ],
+)
+def test_auto_decode_takes_the_gpu_only_where_a_rank_has_few_loader_workers(decode, device, workers, jpeg_only, on_gpu):
+    assert 2 < CPU_DECODE_MIN_WORKERS <= 14
+    assert decodes_on_gpu(decode, torch.device(device), workers, jpeg_only) is on_gpu

@@ -37,6 +37,12 @@ MEAN, STD = 0.5, 0.5
 LOADER_TIMEOUT_S = 300
 # micro batches each loader worker keeps decoded ahead of the step
 PREFETCH_PER_WORKER = 4
+# decode=auto on a CUDA rank: CPU decode where the rank has this many loader workers, nvJPEG where it has
+# fewer. On an H200, 14 workers decoding on the CPU kept up with ViT-B/16 at micro batch 256 (0.996x and
+# 0.948x synthetic, data wait <= 0.0007) where nvJPEG, sharing the GPU with the step, reached 0.896x
+# (data wait 0.076); 4 workers decoded 2,301 img/s alone, short of the model's 2,700
+# (docs/results/h200-jpeg-prefetch/). Eight ranks on a 16-core host have 1 worker each: nvJPEG.
+CPU_DECODE_MIN_WORKERS = 8
 
 
 def pad_crop(x: torch.Tensor, pad: int) -> torch.Tensor:
@@ -124,9 +130,7 @@ class Batches:
 
     def gpu_decode(self) -> bool:
         folder = self.data.folder
-        if self.loading.decode == "auto":
-            return self.device.type == "cuda" and all_jpeg(folder)
-        return self.loading.decode == "gpu"
+        return decodes_on_gpu(self.loading.decode, self.device, self.loading.workers, all_jpeg(folder))
 
     def stream(
         self, split: FolderSplit, order: list[int], micro_batch: int, train: bool, epoch: int
@@ -207,6 +211,13 @@ class Batches:
         idx = torch.arange(len(self.val_y))[self.rank :: self.world]  # no padding: every sample counted once
         for start in range(0, len(idx), micro_batch):
             yield self.batch(self.val_x, self.val_y, idx[start : start + micro_batch], augment=False)
+
+
+def decodes_on_gpu(decode: str, device: torch.device, workers: int, jpeg_only: bool) -> bool:
+    """Whether a rank's JPEGs are decoded on its GPU: ``decode`` (auto | cpu | gpu) for its device and workers."""
+    if decode == "auto":
+        return device.type == "cuda" and jpeg_only and workers < CPU_DECODE_MIN_WORKERS
+    return decode == "gpu"
 
 
 def loader_workers(params: TrialParams) -> int:

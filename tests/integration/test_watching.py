@@ -49,9 +49,10 @@ class BackgroundSweep:
         argv = [
             sys.executable, "-m", "raysweep.tune", "--space", "batch_grid", "--results-dir", str(results),
             "--name", NAME, "--epochs", str(EPOCHS), "--set", f"micro_batch_per_worker={list(MICRO_BATCHES)}",
-            # ~10 s of training a trial: Ray's agent exports a worker's gauges every ~10 s and drops them
-            # when the worker ends, so shorter trials can end unseen
-            "--set", "train_samples=4096",
+            # ~20 s of training a trial: Ray's agent exports a worker's gauges every ~10 s and drops them
+            # soon after, and later trials start in about a second (shared workers), so the sweep must
+            # still run when the tests that watch it, one after another, get to it
+            "--set", "train_samples=8192",
         ]  # fmt: skip
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -144,6 +144,7 @@ class GroupPool:
         self.sweep, self.storage_path, self.collective_timeout_s = sweep, storage_path, collective_timeout_s
         self.groups: dict[str, object] = {}  # by name: every group not yet dropped
         self.idle: dict[tuple, list[str]] = defaultdict(list)
+        self.busy: dict[str, tuple] = {}  # name: shape
         if prestart is not None:
             self.idle[shape_of(TrialParams.from_dict(prestart))].append(self.start_group(prestart))
 
@@ -163,11 +164,15 @@ class GroupPool:
                     self.groups.pop(other).stop.remote()
             self.idle.clear()
             name = self.start_group(params)
+        self.busy[name] = shape
         return self.groups[name], name
 
-    def release(self, params: dict, name: str, alive: bool) -> None:
-        if alive:
-            self.idle[shape_of(TrialParams.from_dict(params))].append(name)
+    def release(self, name: str, alive: bool) -> None:
+        """Keep a live group for its shape's next trial, unless a group of another shape is running: that
+        one may be waiting for the devices this one holds (started while this one was busy)."""
+        shape = self.busy.pop(name)
+        if alive and all(other == shape for other in self.busy.values()):
+            self.idle[shape].append(name)
         else:
             self.groups.pop(name).stop.remote()
 
@@ -180,6 +185,7 @@ class GroupPool:
             ray.wait([h.wait_ended.remote(timeout_s) for h in handles], num_returns=len(handles))
         self.groups.clear()
         self.idle.clear()
+        self.busy.clear()
 
 
 @contextmanager
@@ -219,7 +225,7 @@ def run_in_group(config: dict, trial: dict) -> None:
     while True:
         group, name = ray.get(pool.acquire.remote(config["params"]))
         outcome = follow(group, {**trial, "attempt": attempt, "worker_group": name, "resume_from": resume_from})
-        ray.get(pool.release.remote(config["params"], name, alive=outcome.failure is None))
+        ray.get(pool.release.remote(name, alive=outcome.failure is None))
         if outcome.failure is None:
             return
         if not outcome.started and spare:

@@ -155,11 +155,14 @@ def test_dashboard_shows_the_sweep_job_and_its_trial_actors(sweep, tmp_path):
     assert len(sweep_jobs) == 1, jobs
     job_id = sweep_jobs[0]["job_id"]
 
-    # The trial's actors: Tune's trainable (ImplicitFunc), Ray Train's controller and its worker.
-    wanted, classes, deadline = {"ImplicitFunc", "TrainController", "RayTrainWorker"}, set(), time.time() + 120
-    while time.time() < deadline and not wanted <= classes:
+    # The trial's actors: Tune's trainable (ImplicitFunc, listed with its qualified name), the shared
+    # worker group that runs it, Ray Train's controller and its worker.
+    wanted, classes = {"ImplicitFunc", "TrialGroup", "TrainController", "RayTrainWorker"}, set()
+    deadline = time.time() + 120
+    while time.time() < deadline and not wanted <= classes and sweep.proc.poll() is None:
         actors = get_json(f"{url}/api/v0/actors?limit=1000&detail=false")["data"]["result"]["result"]
-        classes = {a["class_name"] for a in actors if a["state"] == "ALIVE" and a.get("job_id") == job_id}
+        alive = (a for a in actors if a["state"] == "ALIVE" and a.get("job_id") == job_id)
+        classes = {a["class_name"].rsplit(".", 1)[-1] for a in alive}
         time.sleep(2)
     assert wanted <= classes, f"alive actors of job {job_id}: {classes}"
 

@@ -248,31 +248,45 @@ def image_folder_figures(
     args: argparse.Namespace, tmp: Path, model: str, batch: int, synthetic: dict, model_img_s: float
 ) -> dict:
     """The folder's input pipeline alone per decoder, and a full-stack trial on it against synthetic data."""
+    from trainers.imagefolder import index_imagefolder
     from trainers.input_pipeline import measure_input_pipeline
     from trainers.models import native_image_size
+    from trainers.pixel_copy import pixel_copy
     from trainers.prepared import prepare_imagefolder
 
     gpu = torch.cuda.is_available()
     workers = args.loader_workers or (max(1, min(8, (os.cpu_count() or 2) - 2)) if gpu else 1)
-    data_dir, build_s = args.image_folder, None
+    builders = max(1, (os.cpu_count() or 2) - 1)
+    size = native_image_size(model)
+    data_dir, build_s, pixels_build_s = args.image_folder, None, None
     if args.prepared:  # measure the 256-px copy the trials read with prepare=auto, built here first
         started = time.perf_counter()
-        data_dir = prepare_imagefolder(args.image_folder, workers=max(1, (os.cpu_count() or 2) - 1))
+        data_dir = prepare_imagefolder(args.image_folder, workers=builders)
         build_s = time.perf_counter() - started
+    if args.pixels:  # and the pixel copy trials read with prepare=pixels, built here first
+        started = time.perf_counter()
+        pixel_copy(args.image_folder, index_imagefolder(args.image_folder), size, 3, builders)
+        pixels_build_s = time.perf_counter() - started
     seconds = args.pipeline_seconds or (3.0 if args.quick else 20.0)
-    size = native_image_size(model)
     pipelines = {}
     for decode in ("cpu", "gpu") if gpu else ("cpu",):
         measured = measure_input_pipeline(data_dir, size, batch, decode, workers, seconds)
         pipelines[decode] = {**measured, "over_model": measured["images_per_s"] / model_img_s}
+    if args.pixels:
+        measured = measure_input_pipeline(args.image_folder, size, batch, "auto", workers, seconds, pixels=True)
+        pipelines["pixels"] = {**measured, "over_model": measured["images_per_s"] / model_img_s}
     # a GPU rank's extra CPUs feed its loader; a CPU rank's would also change its compute
     loading = {"loader_workers": workers, **({"cpus_per_worker": workers + 1} if gpu else {})}
-    overrides = {**synthetic, "dataset": "imagefolder", "data_dir": data_dir, "prepare": "off", **loading}
+    read = {"data_dir": args.image_folder, "prepare": "pixels" if args.pixels else "off"}
+    if not args.pixels:
+        read["data_dir"] = data_dir
+    overrides = {**synthetic, "dataset": "imagefolder", **read, **loading}
     trial = full_stack(tmp, "folder", [batch], overrides)[0][0]
     return {
         "folder": args.image_folder,
-        "read": data_dir,
+        "read": "its pixel copy" if args.pixels else data_dir,
         "prepared_build_s": build_s,
+        "pixels_build_s": pixels_build_s,
         "batch": batch,
         "image_size": size,
         "loader_workers": workers,
@@ -339,11 +353,14 @@ def folder_lines(folder: dict | None) -> list[str]:
     if folder is None:
         return []
     built = "" if folder["prepared_build_s"] is None else f", prepared copy built in {folder['prepared_build_s']:.1f} s"
+    if folder["pixels_build_s"] is not None:
+        built += f", pixel copy built in {folder['pixels_build_s']:.1f} s"
     lines = [f"image folder {folder['read']} at {folder['image_size']} px, batch {folder['batch']}, "
              f"{folder['loader_workers']} loader workers{built}:"]  # fmt: skip
     for decode, p in folder["pipeline"].items():
         lines.append(
-            f"  input pipeline alone, decode {decode}: {p['images_per_s']:.0f} img/s = "
+            f"  input pipeline alone, {'pixel copy (no decode)' if decode == 'pixels' else 'decode ' + decode}: "
+            f"{p['images_per_s']:.0f} img/s = "
             f"{p['over_model']:.2f} x the model ({folder['model_img_s']:.0f} img/s)"
         )
     lines.append(
@@ -362,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-floor", action="store_true", help="skip the cold-process floor (a fresh process, 8-20 s)")
     p.add_argument("--image-folder", metavar="DIR", help="also measure this train/<class>/, val/<class>/ folder")
     p.add_argument("--prepared", action="store_true", help="with --image-folder: measure its prepared 256-px copy")
+    p.add_argument(
+        "--pixels", action="store_true", help="with --image-folder: also its pixel copy; the full-stack trial reads it"
+    )
     p.add_argument(
         "--loader-workers", type=int, default=0, help="image folder loader processes (0: 8 on GPU, 1 on CPU)"
     )

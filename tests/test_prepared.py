@@ -7,13 +7,13 @@ import os
 import pytest
 import torch
 
-from raysweep.errors import UsageError
 from raysweep.params import TrialParams
 from tests.image_folders import class_value, make_image_folder, write_image
 from trainers.batches import make_batches
 from trainers.datasets import load_dataset
 from trainers.imagefolder import decode_file, index_imagefolder
-from trainers.prepared import SHORT_SIDE, prepare_imagefolder, prepared_root
+from trainers.node_cache import cache_root
+from trainers.prepared import SHORT_SIDE, prepare_imagefolder
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def folder(tmp_path):
 
 def test_prepared_copy_has_the_same_layout_and_a_256_px_short_side(folder):
     prepared = prepare_imagefolder(str(folder))
-    assert prepared.startswith(str(prepared_root(str(folder))))
+    assert prepared.startswith(str(cache_root(str(folder))))
     source, copy = index_imagefolder(str(folder)), index_imagefolder(prepared)
     assert copy.classes == source.classes and copy.train.labels == source.train.labels
     assert len(copy.val.files) == len(source.val.files)
@@ -67,7 +67,7 @@ def test_a_trial_reads_the_copy_where_it_pays_and_a_second_trial_reuses_it(tmp_p
     folder = large_image_folder(tmp_path / "big")
     source = index_imagefolder(str(folder))
     first = trial_batches(folder).data.folder
-    root = str(prepared_root(str(folder)))
+    root = str(cache_root(str(folder)))
     assert all(f.startswith(root) for f in first.train.files + first.val.files)
     assert first.train.labels == source.train.labels and first.classes == source.classes
     assert decode_file(first.train.files[0], 3).shape[-2] == SHORT_SIDE
@@ -94,7 +94,7 @@ def test_small_sources_large_resolutions_and_prepare_off_read_the_source(tmp_pat
     source = index_imagefolder(str(big)).train.files
     assert trial_batches(big, image_size=256).data.folder.train.files == source  # validation wants 292 px
     assert trial_batches(big, prepare="off").data.folder.train.files == source
-    assert not prepared_root(str(big)).exists()
+    assert not cache_root(str(big)).exists()
 
 
 def test_a_build_across_processes_writes_what_one_process_writes(tmp_path):
@@ -104,8 +104,3 @@ def test_a_build_across_processes_writes_what_one_process_writes(tmp_path):
     assert sorted(os.path.relpath(f, pool) for f in index_imagefolder(pool).train.files) == files
     for name in files:
         assert torch.equal(decode_file(os.path.join(one, name), 3), decode_file(os.path.join(pool, name), 3))
-
-
-def test_prepare_takes_auto_or_off():
-    with pytest.raises(UsageError, match="prepare"):
-        TrialParams(prepare="always").validate()

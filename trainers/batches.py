@@ -18,18 +18,20 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from raysweep.params import TrialParams
-from trainers.crops import CropRecipe, flip_chosen
+from trainers.crops import CropRecipe, crop_images, flip_chosen
 from trainers.datasets import ImageData
 from trainers.imagefolder import (
     DecodedImages,
     EncodedImages,
-    FolderSplit,
+    Split,
     all_jpeg,
     collate_encoded,
     decode_on_device,
 )
+from trainers.node_cache import cache_root
+from trainers.pixel_copy import PixelBatches, PixelSplit, as_fetched, images_on_device, pixel_copy
 from trainers.prefetch import prefetched
-from trainers.prepared import pays_to_prepare, prepared_index, prepared_root
+from trainers.prepared import pays_to_prepare, prepared_index
 
 # every channel count normalised alike: [0, 1] -> [-1, 1]
 MEAN, STD = 0.5, 0.5
@@ -128,17 +130,21 @@ class Batches:
         crop_pad = self.data.pad_crop if augment else 0
         return to_model_input(pixels, self.image_size, self.dtype, self.flip and augment, crop_pad), labels
 
-    def gpu_decode(self) -> bool:
-        folder = self.data.folder
-        return decodes_on_gpu(self.loading.decode, self.device, self.loading.workers, all_jpeg(folder))
+    def on_device(self, split: Split) -> bool:
+        """Whether ``split``'s batches are decoded (files) or cropped (a pixel copy) on this rank's GPU."""
+        if isinstance(split, PixelSplit):
+            return self.device.type == "cuda"
+        return decodes_on_gpu(self.loading.decode, self.device, self.loading.workers, all_jpeg(split))
 
     def stream(
-        self, split: FolderSplit, order: list[int], micro_batch: int, train: bool, epoch: int
+        self, split: Split, order: list[int], micro_batch: int, train: bool, epoch: int
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """Micro batches of ``split`` in ``order``, decoded by the loader workers while the step runs."""
+        """Micro batches of ``split`` in ``order``, read (and decoded) by the loader workers while the step runs."""
         recipe = self.loading.recipe if train else None
-        gpu = self.gpu_decode()
-        if gpu:
+        stored, gpu = isinstance(split, PixelSplit), self.on_device(split)
+        if stored and gpu:
+            dataset, collate = PixelBatches(split), as_fetched
+        elif gpu:
             dataset, collate = EncodedImages(split), collate_encoded
         else:
             dataset = DecodedImages(split, self.image_size, self.loading.in_chans, recipe, self.seed)
@@ -161,7 +167,9 @@ class Batches:
 
         def prepare(batch: tuple) -> tuple[torch.Tensor, torch.Tensor]:
             pixels, labels = batch
-            if gpu:
+            if stored and gpu:
+                pixels = crop_images(images_on_device(pixels, self.device), self.image_size, recipe, generator)
+            elif gpu:
                 pixels = decode_on_device(
                     pixels, self.device, self.image_size, self.loading.in_chans, recipe, generator
                 )
@@ -173,7 +181,7 @@ class Batches:
     def train(self, epoch: int, micro_batch: int, num_batches: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         folder = self.data.folder
         if folder is not None:
-            idx = shard_indices(len(folder.train.files), self.rank, self.world, epoch, self.seed, shuffle=True)
+            idx = shard_indices(len(folder.train), self.rank, self.world, epoch, self.seed, shuffle=True)
             needed = micro_batch * num_batches
             idx = idx.repeat(-(-needed // len(idx)))[:needed]
             yield from self.stream(folder.train, idx.tolist(), micro_batch, train=True, epoch=epoch)
@@ -203,7 +211,7 @@ class Batches:
         """This rank's share of the held-out split (nothing for synthetic data)."""
         folder = self.data.folder
         if folder is not None:
-            order = list(range(len(folder.val.files)))[self.rank :: self.world]
+            order = list(range(len(folder.val)))[self.rank :: self.world]
             yield from self.stream(folder.val, order, micro_batch, train=False, epoch=0)
             return
         if self.val_x is None:
@@ -244,14 +252,20 @@ def make_batches(
 
 
 def folder_to_read(params: TrialParams, data: ImageData, image_size: int, workers: int, rank: int) -> ImageData:
-    """``data`` reading the image folder's prepared copy where it pays (``prepare=auto``), else unchanged.
+    """``data`` reading the image folder's copy: its pixel copy with ``prepare=pixels``, its JPEG copy where
+    that pays (``prepare=auto``), else unchanged.
 
     The first trial on a node builds the copy with ``workers`` processes (its ranks there wait on the lock);
     every later trial of the sweep, and of later sweeps over the unchanged folder, reuses it.
     """
-    if data.folder is None or params.prepare == "off" or not pays_to_prepare(data.folder, image_size):
+    if data.folder is None or params.prepare == "off":
         return data
-    folder = prepared_index(params.data_dir, data.folder, workers)
+    if params.prepare == "pixels":
+        folder, copy = pixel_copy(params.data_dir, data.folder, image_size, params.in_chans, workers), "pixel"
+    elif pays_to_prepare(data.folder, image_size):
+        folder, copy = prepared_index(params.data_dir, data.folder, workers), "prepared"
+    else:
+        return data
     if rank == 0:
-        print(f"raysweep: imagefolder reads its prepared copy under {prepared_root(params.data_dir)}", flush=True)
+        print(f"raysweep: imagefolder reads its {copy} copy under {cache_root(params.data_dir)}", flush=True)
     return dataclasses.replace(data, folder=folder)

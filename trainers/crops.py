@@ -144,3 +144,21 @@ def crop_batch(images: list[torch.Tensor], boxes: torch.Tensor, size: int) -> to
     rois = torch.stack([index, left, top, left + w, top + h], dim=1).to(batch.device)
     out = roi_align(batch, rois, output_size=(size, size), spatial_scale=1.0, sampling_ratio=-1, aligned=True)
     return out.round_().clamp_(0, 255).to(torch.uint8)
+
+
+def crop_images(
+    images: list[torch.Tensor], size: int, recipe: CropRecipe | None, generator: torch.Generator
+) -> torch.Tensor:
+    """The recipe's crops of a micro batch of differently sized images, in one call on their device.
+
+    uint8 (B, C, size, size).  Boxes and flips are drawn on the host from ``generator`` (a few numbers
+    per image); ``recipe`` None crops for validation, as ``val_crop`` does.
+    """
+    heights = torch.tensor([img.shape[-2] for img in images])
+    widths = torch.tensor([img.shape[-1] for img in images])
+    if recipe is None:
+        return crop_batch(images, val_crop_boxes(heights, widths, size), size)
+    out = crop_batch(images, random_crop_boxes(heights, widths, recipe, generator), size)
+    if not recipe.flip:
+        return out
+    return flip_chosen(out, (torch.rand(len(images), generator=generator) < 0.5).to(out.device))

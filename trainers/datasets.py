@@ -37,7 +37,7 @@ class ImageData:
     @property
     def num_train(self) -> int:
         if self.folder is not None:
-            return len(self.folder.train.files)
+            return len(self.folder.train)
         return 0 if self.train_y is None else len(self.train_y)
 
 

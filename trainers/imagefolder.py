@@ -11,23 +11,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import torch
 from torch.utils.data import Dataset
 
 from raysweep.errors import UsageError
-from trainers.crops import (
-    CropRecipe,
-    crop_batch,
-    flip_chosen,
-    random_crop_boxes,
-    train_crop,
-    val_crop,
-    val_crop_boxes,
-)
+from trainers.crops import CropRecipe, crop_images, train_crop, val_crop
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 JPEG_SUFFIXES = (".jpg", ".jpeg")
+
+
+class Split(Protocol):
+    """A split's images by position: a folder's files (``FolderSplit``) or a pixel copy (``PixelSplit``)."""
+
+    labels: list[int]
+
+    def __len__(self) -> int: ...
+
+    def read(self, i: int, in_chans: int) -> torch.Tensor: ...
 
 
 @dataclass
@@ -37,12 +40,18 @@ class FolderSplit:
     files: list[str]
     labels: list[int]
 
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def read(self, i: int, in_chans: int) -> torch.Tensor:
+        return decode_file(self.files[i], in_chans)
+
 
 @dataclass
 class FolderIndex:
     classes: list[str]
-    train: FolderSplit
-    val: FolderSplit
+    train: Split
+    val: Split
 
 
 def image_files(folder: Path) -> list[str]:
@@ -113,15 +122,15 @@ def decode_file(path: str, in_chans: int) -> torch.Tensor:
 class DecodedImages(Dataset):
     """CPU path: ``(uint8 (C, size, size), label)``; a training sample's crop is drawn from (seed, epoch, index)."""
 
-    def __init__(self, split: FolderSplit, size: int, in_chans: int, recipe: CropRecipe | None, seed: int):
+    def __init__(self, split: Split, size: int, in_chans: int, recipe: CropRecipe | None, seed: int):
         self.split, self.size, self.in_chans, self.recipe, self.seed = split, size, in_chans, recipe, seed
         self.epoch = 0
 
     def __len__(self) -> int:
-        return len(self.split.files)
+        return len(self.split)
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        image = decode_file(self.split.files[i], self.in_chans)
+        image = self.split.read(i, self.in_chans)
         if self.recipe is None:
             return val_crop(image, self.size), self.split.labels[i]
         # a generator per sample: the crop does not depend on which worker process decodes it
@@ -166,25 +175,14 @@ def decode_on_device(
     recipe: CropRecipe | None,
     generator: torch.Generator,
 ) -> torch.Tensor:
-    """One nvJPEG call and one batched crop for the micro batch: uint8 (B, C, size, size) on ``device``.
-
-    Crop boxes and flips are drawn on the host from ``generator`` (a few numbers per image); a
-    validation batch (``recipe`` None) is cropped as ``val_crop`` crops.
-    """
+    """One nvJPEG call and one batched crop (``crop_images``) for the micro batch: uint8 (B, C, size, size)."""
     from torchvision.io import ImageReadMode, decode_jpeg
 
     mode = ImageReadMode.GRAY if in_chans == 1 else ImageReadMode.RGB
     flat, lengths = encoded
     images = decode_jpeg(list(torch.split(flat, lengths.tolist())), mode=mode, device=device)
-    heights = torch.tensor([img.shape[-2] for img in images])
-    widths = torch.tensor([img.shape[-1] for img in images])
-    if recipe is None:
-        return crop_batch(images, val_crop_boxes(heights, widths, size), size)
-    out = crop_batch(images, random_crop_boxes(heights, widths, recipe, generator), size)
-    if not recipe.flip:
-        return out
-    return flip_chosen(out, (torch.rand(len(images), generator=generator) < 0.5).to(device))
+    return crop_images(images, size, recipe, generator)
 
 
-def all_jpeg(index: FolderIndex) -> bool:
-    return all(f.lower().endswith(JPEG_SUFFIXES) for f in index.train.files + index.val.files)
+def all_jpeg(split: FolderSplit) -> bool:
+    return all(f.lower().endswith(JPEG_SUFFIXES) for f in split.files)

@@ -1,12 +1,14 @@
 """The image-folder input pipeline alone: decoded, cropped, normalised micro batches per second on one rank.
 
 ``python -m raysweep.bench`` calls ``measure_input_pipeline``; it is also a script of its own:
-``python -m trainers.input_pipeline DIR --size 224 --batch 256 --decode gpu --workers 8 --seconds 20``.
+``python -m trainers.input_pipeline DIR --size 224 --batch 256 --decode gpu --workers 8 --seconds 20``
+(``--pixels``: read the folder's pixel copy, built first if needed).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 
@@ -14,18 +16,23 @@ import torch
 
 from trainers.batches import Batches, FolderLoading
 from trainers.datasets import load_dataset
+from trainers.pixel_copy import pixel_copy
 
 
 def measure_input_pipeline(
-    folder: str, image_size: int, batch: int, decode: str, workers: int, seconds: float
+    folder: str, image_size: int, batch: int, decode: str, workers: int, seconds: float, pixels: bool = False
 ) -> dict[str, float | int | str]:
     """Training micro batches of ``folder`` on this host's first GPU (else the CPU) for about ``seconds``.
 
-    The first batch is left out of the rate: it pays for starting the loader processes, which a trial
-    pays once per epoch.  On CUDA the clock stops only after the device has finished the last batch.
+    ``pixels``: read its pixel copy (``trainers.pixel_copy``; built first, with ``workers`` processes,
+    where missing), which no decoder touches. The first batch is left out of the rate: it pays for
+    starting the loader processes, which a trial pays once per epoch.  On CUDA the clock stops only
+    after the device has finished the last batch.
     """
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     data = load_dataset("imagefolder", folder)
+    if pixels:
+        data = dataclasses.replace(data, folder=pixel_copy(folder, data.folder, image_size, 3, workers))
     batches = Batches(data, device, image_size, torch.float32, 0, 1, 0, FolderLoading(decode=decode, workers=workers))
     per_epoch = max(1, data.num_train // batch)
     images, started, epoch, first_batch_s = 0, time.perf_counter(), 0, 0.0
@@ -45,7 +52,8 @@ def measure_input_pipeline(
                     "images": images,
                     "seconds": elapsed,
                     "first_batch_s": first_batch_s,
-                    "decode": "gpu" if batches.gpu_decode() else "cpu",
+                    "decode": "none" if pixels else "gpu" if batches.on_device(data.folder.train) else "cpu",
+                    "crop": "gpu" if batches.on_device(data.folder.train) else "cpu",
                     "workers": workers,
                     "device": str(device),
                     "image_size": image_size,
@@ -62,10 +70,12 @@ def main() -> None:
     parser.add_argument("--decode", default="auto", choices=("auto", "cpu", "gpu"))
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--pixels", action="store_true", help="read the folder's pixel copy (built first if needed)")
     args = parser.parse_args()
-    print(
-        json.dumps(measure_input_pipeline(args.folder, args.size, args.batch, args.decode, args.workers, args.seconds))
+    measured = measure_input_pipeline(
+        args.folder, args.size, args.batch, args.decode, args.workers, args.seconds, args.pixels
     )
+    print(json.dumps(measured))
 
 
 if __name__ == "__main__":

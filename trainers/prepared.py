@@ -18,41 +18,18 @@ Old keys are not removed (delete the folder to reclaim the space).
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import multiprocessing
 import os
-import shutil
 import statistics
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from trainers.crops import val_short_side
 from trainers.imagefolder import FolderIndex, FolderSplit, decode_file, index_imagefolder
+from trainers.node_cache import build_once, cache_root, map_in_processes, sampled_sizes, source_key
 
 SHORT_SIDE = 256
 JPEG_QUALITY = 90
-COMPLETE_MARKER = "COMPLETE"
-# training files whose sizes decide whether the copy pays (headers only: milliseconds)
-SIZE_SAMPLE = 64
 # files per task handed to a build process
 BUILD_CHUNK = 64
-
-
-def prepared_root(data_dir: str) -> Path:
-    beside = Path(data_dir) / ".raysweep-prepared"
-    if os.access(data_dir, os.W_OK):
-        return beside
-    return Path.home() / ".cache" / "raysweep" / "prepared"
-
-
-def source_key(data_dir: str, index: FolderIndex) -> str:
-    """A digest of every file's path below ``data_dir``, size and mtime: any change gives a new key."""
-    digest = hashlib.sha256(str(Path(data_dir).resolve()).encode())
-    for file in index.train.files + index.val.files:
-        stat = os.stat(file)
-        digest.update(f"{os.path.relpath(file, data_dir)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:16]
 
 
 def write_resized(source: str, target: Path) -> None:
@@ -72,17 +49,8 @@ def copy_name(data_dir: str, file: str) -> str:
 
 
 def median_short_side(files: list[str]) -> int:
-    """The median shorter side of up to SIZE_SAMPLE files spread evenly over ``files``, read from their headers."""
-    from PIL import Image
-
-    step = max(1, len(files) // SIZE_SAMPLE)
-    sides = []
-    for file in files[::step][:SIZE_SAMPLE]:
-        try:
-            with Image.open(file) as img:
-                sides.append(min(img.size))
-        except Exception:  # an unreadable file is reported by name when it is decoded, not here
-            continue
+    """The median shorter side of a sample of ``files`` spread evenly over the list, read from their headers."""
+    sides = [min(size) for size in sampled_sizes(files)]
     return int(statistics.median(sides)) if sides else 0
 
 
@@ -94,33 +62,18 @@ def pays_to_prepare(index: FolderIndex, image_size: int) -> bool:
 def prepare_imagefolder(data_dir: str, index: FolderIndex | None = None, workers: int = 1) -> str:
     """The prepared copy of ``data_dir`` (same train/val/<class>/ layout), built here unless already built.
 
-    ``workers`` > 1 builds in that many spawned processes (not forked: the caller may hold a CUDA context).
+    ``workers`` > 1 builds in that many processes.
     """
     index = index or index_imagefolder(data_dir)
-    root = prepared_root(data_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    key = source_key(data_dir, index)
-    done = root / key
-    with open(root / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder per node; the others block here, then find it built
-        if (done / COMPLETE_MARKER).is_file():
-            return str(done)
-        partial = root / f"{key}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
+
+    def build(partial: Path) -> None:
         sources = index.train.files + index.val.files
         targets = [partial / copy_name(data_dir, f) for f in sources]
         for folder in {t.parent for t in targets}:
             folder.mkdir(parents=True, exist_ok=True)
-        if workers > 1:
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(workers, mp_context=context) as pool:
-                list(pool.map(write_resized, sources, targets, chunksize=BUILD_CHUNK))
-        else:
-            for source, target in zip(sources, targets):
-                write_resized(source, target)
-        (partial / COMPLETE_MARKER).touch()
-        partial.rename(done)
-    return str(done)
+        map_in_processes(write_resized, sources, targets, workers=workers, chunksize=BUILD_CHUNK)
+
+    return str(build_once(cache_root(data_dir), source_key(data_dir, index), build))
 
 
 def prepared_index(data_dir: str, index: FolderIndex, workers: int = 1) -> FolderIndex:

@@ -1,0 +1,197 @@
+"""An image folder decoded once per node into memory-mapped uint8 pixels: trials then read, never decode.
+
+Each image is decoded (``decode_file``: grey, CMYK and palettes converted), resized to the copy's short
+side where larger (never upscaled) and its (C, H, W) bytes appended to a chunk file of its split; a
+record per image (chunk, byte offset, height, width) finds it again.  A loader worker copies a micro
+batch's images straight from the page cache into one tensor, and the rank crops them (on its GPU in
+one ``roi_align`` call; on a CPU rank in the workers), so no JPEG is decoded after the build.  The page
+cache is the node's, shared by all its ranks; a copy larger than memory still works, read from disk.
+
+Trials read it with ``prepare=pixels``.  It costs disk: C x H x W bytes an image (262 KB at 341x256,
+about 12x the JPEG; 13 GiB for 50,000 ImageNet-shaped images), checked against the free space before
+the build starts.  Location, key, lock and invalidation as ``trainers.prepared``'s copy
+(``trainers.node_cache``): ``<root>/<key>-pixels-<short side>-c<channels>/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from raysweep.errors import UsageError
+from trainers.crops import val_short_side
+from trainers.imagefolder import FolderIndex, FolderSplit, decode_file
+from trainers.node_cache import build_once, cache_root, map_in_processes, sampled_sizes, source_key
+from trainers.prepared import SHORT_SIDE
+
+# images per chunk file: one build task, one file (about 67 MB at 341x256)
+CHUNK_IMAGES = 256
+RECORDS = "records.npy"
+# the free space a build wants beyond its estimate: the estimate comes from a sample of headers
+SPACE_MARGIN = 1.1
+
+
+@dataclass
+class PixelSplit:
+    """One split of a pixel copy: ``records`` int64 (N, 4) of chunk, byte offset, height, width; the labels."""
+
+    folder: str
+    records: np.ndarray
+    labels: list[int]
+    channels: int
+    _chunks: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getstate__(self) -> dict:
+        # a loader worker maps the chunks itself: a pickled np.memmap would carry its whole file
+        return {**self.__dict__, "_chunks": {}}
+
+    def chunk(self, number: int) -> np.ndarray:
+        if number not in self._chunks:
+            self._chunks[number] = np.memmap(Path(self.folder) / chunk_name(number), dtype=np.uint8, mode="r")
+        return self._chunks[number]
+
+    def shape(self, i: int) -> tuple[int, int, int]:
+        return self.channels, int(self.records[i, 2]), int(self.records[i, 3])
+
+    def copy_into(self, i: int, out: np.ndarray) -> None:
+        """Image ``i``'s bytes, (C, H, W) in C order, into ``out`` (1-D uint8 of that many bytes)."""
+        number, offset = int(self.records[i, 0]), int(self.records[i, 1])
+        out[:] = self.chunk(number)[offset : offset + out.size]
+
+    def read(self, i: int, in_chans: int) -> torch.Tensor:
+        """uint8 (C, H, W): image ``i`` as ``FolderSplit.read`` decodes it (resized to the copy's short side)."""
+        if in_chans != self.channels:
+            raise ValueError(f"this pixel copy holds {self.channels} channels, not {in_chans}")
+        c, h, w = self.shape(i)
+        out = np.empty(c * h * w, dtype=np.uint8)
+        self.copy_into(i, out)
+        return torch.from_numpy(out).view(c, h, w)
+
+
+class PixelBatches:
+    """GPU path: a micro batch's images as one flat uint8 tensor with their (C, H, W), and the labels.
+
+    ``__getitems__`` makes the DataLoader ask for a whole micro batch at once (pass ``collate_fn=as_fetched``),
+    so each image is copied once, from the page cache into the batch's tensor.
+    """
+
+    def __init__(self, split: PixelSplit):
+        self.split = split
+
+    def __len__(self) -> int:
+        return len(self.split)
+
+    def __getitems__(self, indices: list[int]) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
+        shapes = torch.tensor([self.split.shape(i) for i in indices], dtype=torch.int64)
+        sizes = shapes.prod(dim=1)
+        flat = torch.empty(int(sizes.sum()), dtype=torch.uint8)
+        out, start = flat.numpy(), 0
+        for i, size in zip(indices, sizes.tolist()):
+            self.split.copy_into(i, out[start : start + size])
+            start += size
+        return (flat, shapes), torch.tensor([self.split.labels[i] for i in indices], dtype=torch.int64)
+
+
+def as_fetched(batch):
+    """The DataLoader's collate for ``PixelBatches``: the micro batch is already one."""
+    return batch
+
+
+def images_on_device(stored: tuple[torch.Tensor, torch.Tensor], device: torch.device) -> list[torch.Tensor]:
+    """``PixelBatches``' flat bytes copied to ``device`` in one transfer, viewed as each image's (C, H, W)."""
+    flat, shapes = stored
+    on_device = flat.to(device, non_blocking=True)
+    pieces = torch.split(on_device, shapes.prod(dim=1).tolist())
+    return [piece.view(*shape) for piece, shape in zip(pieces, shapes.tolist())]
+
+
+def chunk_name(number: int) -> str:
+    return f"{number:05d}.u8"
+
+
+def resized_to(image: torch.Tensor, short_side: int) -> torch.Tensor:
+    """``image`` with its shorter side ``short_side`` where longer (antialiased), else unchanged."""
+    from torchvision.transforms.v2.functional import resize
+
+    return resize(image, [short_side], antialias=True) if min(image.shape[-2:]) > short_side else image
+
+
+def write_chunk(files: list[str], target: Path, short_side: int, in_chans: int) -> list[tuple[int, int]]:
+    """Decode, resize and append ``files`` to ``target``; their (height, width) in order."""
+    shapes = []
+    with open(target, "wb") as out:
+        for file in files:
+            image = resized_to(decode_file(file, in_chans), short_side).contiguous()
+            out.write(image.numpy().tobytes())
+            shapes.append(tuple(image.shape[-2:]))
+    return shapes
+
+
+def records_of(shapes: list[list[tuple[int, int]]], channels: int) -> np.ndarray:
+    """int64 (N, 4) of chunk, byte offset, height, width from each chunk's image shapes, in order."""
+    rows = []
+    for number, chunk in enumerate(shapes):
+        offset = 0
+        for h, w in chunk:
+            rows.append((number, offset, h, w))
+            offset += channels * h * w
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 4)
+
+
+def estimated_bytes(index: FolderIndex, short_side: int, channels: int) -> int:
+    """The copy's size from a sample of header sizes: each image's resized area x channels, x the file count."""
+    sizes = sampled_sizes(index.train.files) or [(short_side, short_side)]
+    areas = [w * h * (short_side / min(w, h)) ** 2 if min(w, h) > short_side else w * h for w, h in sizes]
+    return int(sum(areas) / len(areas) * channels * (len(index.train) + len(index.val)))
+
+
+def check_space(data_dir: str, root: Path, needed: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(root).free
+    if needed * SPACE_MARGIN > free:
+        raise UsageError(
+            f"prepare=pixels: the pixel copy of {data_dir} needs about {needed / 2**30:.1f} GiB under {root}, "
+            f"which has {free / 2**30:.1f} GiB free (prepare=auto reads a JPEG copy of about 0.6x the source)"
+        )
+
+
+def pixel_short_side(image_size: int) -> int:
+    """The copy's short side: 256, or what validation at ``image_size`` resizes to where that is more."""
+    return max(SHORT_SIDE, val_short_side(image_size))
+
+
+def pixel_copy(data_dir: str, index: FolderIndex, image_size: int, in_chans: int, workers: int = 1) -> FolderIndex:
+    """``index`` read from its pixel copy (built here with ``workers`` processes unless already built)."""
+    short_side = pixel_short_side(image_size)
+    root = cache_root(data_dir)
+    name = f"{source_key(data_dir, index)}-pixels-{short_side}-c{in_chans}"
+    splits = {"train": index.train, "val": index.val}
+
+    def build(partial: Path) -> None:
+        check_space(data_dir, root, estimated_bytes(index, short_side, in_chans))
+        for split_name, split in splits.items():
+            folder = partial / split_name
+            folder.mkdir()
+            chunks = [split.files[i : i + CHUNK_IMAGES] for i in range(0, len(split.files), CHUNK_IMAGES)]
+            targets = [folder / chunk_name(n) for n in range(len(chunks))]
+            count = len(chunks)
+            shapes = map_in_processes(
+                write_chunk, chunks, targets, [short_side] * count, [in_chans] * count, workers=workers
+            )
+            np.save(folder / RECORDS, records_of(shapes, in_chans))
+
+    done = build_once(root, name, build)
+
+    def read(split_name: str, split: FolderSplit) -> PixelSplit:
+        folder = os.path.join(done, split_name)
+        return PixelSplit(folder, np.load(os.path.join(folder, RECORDS)), split.labels, in_chans)
+
+    return FolderIndex(index.classes, *(read(n, s) for n, s in splits.items()))

@@ -284,7 +284,7 @@ def image_folder_figures(
     trial = full_stack(tmp, "folder", [batch], overrides)[0][0]
     return {
         "folder": args.image_folder,
-        "read": "its pixel copy" if args.pixels else data_dir,
+        "read": f"{args.image_folder} (its pixel copy)" if args.pixels else data_dir,
         "prepared_build_s": build_s,
         "pixels_build_s": pixels_build_s,
         "batch": batch,

@@ -12,13 +12,15 @@ A space file::
     requires: gpu                           # optional: skipped, with a message, without GPUs
     drop_unfit: true                        # optional: drop trials bigger than the cluster
 
-Files are parsed with ``yaml.safe_load`` and never evaluated.
+Files are parsed with a safe YAML loader (``load_yaml``: YAML 1.2 booleans, so ``off`` stays a
+string) and never evaluated.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,9 +140,31 @@ def bound(name: str, kind: str, value: Any, where: str) -> float | int:
     return int(number) if kind == "randint" else number
 
 
+class _Yaml12Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` whose booleans are YAML 1.2's, ``true`` and ``false`` only.
+
+    YAML 1.1 also reads on/off/yes/no (any case) as booleans, so ``prepare: off`` or
+    ``--set prepare=[off,pixels]`` would hand a string parameter ``False``.
+    """
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` with YAML 1.2's booleans (``_Yaml12Loader``): what spaces and ``--set`` values use."""
+    return yaml.load(text, Loader=_Yaml12Loader)
+
+
 def parse_space(name: str, text: str, where: str) -> SearchSpace:
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark else ""

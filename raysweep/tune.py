@@ -15,7 +15,7 @@ from raysweep.max_batch import SearchLimits, search_plan
 from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
 from raysweep.plan import local_capacity, plan_trials, trial_table
-from raysweep.space import SearchSpace, list_spaces
+from raysweep.space import SearchSpace, list_spaces, load_yaml
 from raysweep.trackers import TRACKERS
 
 EXAMPLES = """examples:
@@ -151,7 +151,7 @@ def parse_overrides(args: argparse.Namespace) -> dict:
         if not sep or not key.strip():
             raise UsageError(f"--set {item!r}: expected KEY=VALUE, e.g. --set epochs=3")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
+            value = load_yaml(raw) if raw.strip() else ""
         except yaml.YAMLError:
             value = raw
         if key.strip() == "slow_ranks" and not isinstance(value, list):

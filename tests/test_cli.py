@@ -114,6 +114,15 @@ def test_dry_run_of_a_user_space_file(capsys, tmp_path, results):
     assert [r["global_batch"] for r in table_rows(out)] == ["8", "16"]
 
 
+def test_set_reads_off_as_a_word_not_a_boolean(capsys, results):
+    code, out, err = run_cli(
+        capsys, "--space", "batch_grid", "--set", "prepare=[off,pixels]", "--set", "micro_batch_per_worker=8",
+        "--dry-run", "--results-dir", str(results),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "2 trials; dry run" in out
+
+
 # ---- bad input: one line on stderr, exit 2, nothing created -------------------------------------
 
 

@@ -11,7 +11,7 @@ import pytest
 from raysweep.checks import check_trial
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
-from raysweep.space import SPACES_DIR, list_spaces, load_space, parse_space
+from raysweep.space import SPACES_DIR, list_spaces, load_space, load_yaml, parse_space
 
 BUNDLED = sorted(SPACES_DIR.glob("*.yaml"))
 
@@ -72,6 +72,21 @@ fixed:
     combos = {(t.num_workers, t.micro_batch_per_worker, t.optimizer) for t in trials}
     assert len(combos) == 12
     assert {t.epochs for t in trials} == {1}
+
+
+def test_off_and_no_stay_strings_and_only_true_and_false_are_booleans():
+    """YAML 1.1 would read ``off`` as False: ``prepare: off`` must reach the trial as the word it is."""
+    s = space(
+        """
+axes:
+  prepare: [off, pixels]
+fixed:
+  flip: false
+  decode: auto
+"""
+    )
+    assert [t.prepare for t in s.expand()] == ["off", "pixels"] and not s.expand()[0].flip
+    assert load_yaml("[on, off, yes, no, true, False]") == ["on", "off", "yes", "no", True, False]
 
 
 def test_a_list_of_grids_is_their_union():

@@ -277,9 +277,12 @@ def image_folder_figures(
         pipelines["pixels"] = {**measured, "over_model": measured["images_per_s"] / model_img_s}
     # a GPU rank's extra CPUs feed its loader; a CPU rank's would also change its compute
     loading = {"loader_workers": workers, **({"cpus_per_worker": workers + 1} if gpu else {})}
-    read = {"data_dir": args.image_folder, "prepare": "pixels" if args.pixels else "off"}
-    if not args.pixels:
-        read["data_dir"] = data_dir
+    # the pixel copy is found from its source folder; the JPEG copy (or the source) is read as it is
+    read = (
+        {"data_dir": args.image_folder, "prepare": "pixels"}
+        if args.pixels
+        else {"data_dir": data_dir, "prepare": "off"}
+    )
     overrides = {**synthetic, "dataset": "imagefolder", **read, **loading}
     trial = full_stack(tmp, "folder", [batch], overrides)[0][0]
     return {

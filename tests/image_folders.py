@@ -38,3 +38,11 @@ def make_image_folder(root: Path, classes: tuple[str, ...], train_per_class: int
     write_image(root / "train" / classes[0] / "grey.jpg", 30, 30, class_value(0), mode="L")
     write_image(root / "train" / classes[1] / "cmyk.jpg", 30, 30, class_value(1), mode="CMYK")
     return root
+
+
+def folder_with_a_large_image(root: Path, train_per_class: int, val_per_class: int) -> Path:
+    """Two classes of ``make_image_folder``'s small images plus ``train/a/big.jpg``, 600x300: larger than
+    the prepared and pixel copies' 256-px short side."""
+    make_image_folder(root, ("a", "b"), train_per_class, val_per_class)
+    write_image(root / "train" / "a" / "big.jpg", 600, 300, 40)
+    return root

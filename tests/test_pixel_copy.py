@@ -13,9 +13,9 @@ from torch.utils.data import DataLoader
 
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
-from tests.image_folders import make_image_folder, write_image
+from tests.image_folders import folder_with_a_large_image, write_image
 from tests.test_prepared import large_image_folder, trial_batches
-from trainers.crops import CropRecipe, crop_images
+from trainers.crops import CropRecipe, crop_images, resized_to
 from trainers.imagefolder import index_imagefolder
 from trainers.node_cache import cache_root
 from trainers.pixel_copy import (
@@ -26,16 +26,13 @@ from trainers.pixel_copy import (
     estimated_bytes,
     images_on_device,
     pixel_copy,
-    resized_to,
 )
 
 
 @pytest.fixture
 def folder(tmp_path):
     """Small JPEGs and PNGs of four shapes, a grey and a CMYK file, and one larger than the copy's short side."""
-    root = make_image_folder(tmp_path / "src", ("a", "b"), train_per_class=4, val_per_class=2)
-    write_image(root / "train" / "a" / "big.jpg", 600, 300, 40)
-    return root
+    return folder_with_a_large_image(tmp_path / "src", train_per_class=4, val_per_class=2)
 
 
 def test_every_image_reads_back_as_decoded_and_resized_to_256_on_its_short_side(folder):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from raysweep.params import TrialParams
-from tests.image_folders import class_value, make_image_folder, write_image
+from tests.image_folders import class_value, folder_with_a_large_image, write_image
 from trainers.batches import make_batches
 from trainers.datasets import load_dataset
 from trainers.imagefolder import decode_file, index_imagefolder
@@ -18,9 +18,7 @@ from trainers.prepared import SHORT_SIDE, prepare_imagefolder
 
 @pytest.fixture
 def folder(tmp_path):
-    root = make_image_folder(tmp_path / "src", ("a", "b"), train_per_class=3, val_per_class=1)
-    write_image(root / "train" / "a" / "big.jpg", 600, 300, 40)
-    return root
+    return folder_with_a_large_image(tmp_path / "src", train_per_class=3, val_per_class=1)
 
 
 def test_prepared_copy_has_the_same_layout_and_a_256_px_short_side(folder):

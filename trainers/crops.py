@@ -99,6 +99,13 @@ def train_crop(image: torch.Tensor, size: int, recipe: CropRecipe, generator: to
     return out
 
 
+def resized_to(image: torch.Tensor, short_side: int) -> torch.Tensor:
+    """``image`` with its shorter side ``short_side`` where longer (antialiased), else unchanged: never upscaled."""
+    from torchvision.transforms.v2.functional import resize
+
+    return resize(image, [short_side], antialias=True) if min(image.shape[-2:]) > short_side else image
+
+
 def val_crop(image: torch.Tensor, size: int) -> torch.Tensor:
     """Resize the shorter side to size / 0.875, then the centre size x size: deterministic."""
     from torchvision.transforms.v2.functional import center_crop, resize

@@ -34,6 +34,7 @@ def measure_input_pipeline(
     if pixels:
         data = dataclasses.replace(data, folder=pixel_copy(folder, data.folder, image_size, 3, workers))
     batches = Batches(data, device, image_size, torch.float32, 0, 1, 0, FolderLoading(decode=decode, workers=workers))
+    on_device = batches.on_device(data.folder.train)
     per_epoch = max(1, data.num_train // batch)
     images, started, epoch, first_batch_s = 0, time.perf_counter(), 0, 0.0
     while True:
@@ -52,8 +53,8 @@ def measure_input_pipeline(
                     "images": images,
                     "seconds": elapsed,
                     "first_batch_s": first_batch_s,
-                    "decode": "none" if pixels else "gpu" if batches.on_device(data.folder.train) else "cpu",
-                    "crop": "gpu" if batches.on_device(data.folder.train) else "cpu",
+                    "decode": "none" if pixels else "gpu" if on_device else "cpu",
+                    "crop": "gpu" if on_device else "cpu",
                     "workers": workers,
                     "device": str(device),
                     "image_size": image_size,

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from raysweep.errors import UsageError
-from trainers.crops import val_short_side
+from trainers.crops import resized_to, val_short_side
 from trainers.imagefolder import FolderIndex, FolderSplit, decode_file
 from trainers.node_cache import build_once, cache_root, map_in_processes, sampled_sizes, source_key
 from trainers.prepared import SHORT_SIDE
@@ -115,13 +115,6 @@ def images_on_device(stored: tuple[torch.Tensor, torch.Tensor], device: torch.de
 
 def chunk_name(number: int) -> str:
     return f"{number:05d}.u8"
-
-
-def resized_to(image: torch.Tensor, short_side: int) -> torch.Tensor:
-    """``image`` with its shorter side ``short_side`` where longer (antialiased), else unchanged."""
-    from torchvision.transforms.v2.functional import resize
-
-    return resize(image, [short_side], antialias=True) if min(image.shape[-2:]) > short_side else image
 
 
 def write_chunk(files: list[str], target: Path, short_side: int, in_chans: int) -> list[tuple[int, int]]:

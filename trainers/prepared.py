@@ -22,7 +22,7 @@ import os
 import statistics
 from pathlib import Path
 
-from trainers.crops import val_short_side
+from trainers.crops import resized_to, val_short_side
 from trainers.imagefolder import FolderIndex, FolderSplit, decode_file, index_imagefolder
 from trainers.node_cache import build_once, cache_root, map_in_processes, sampled_sizes, source_key
 
@@ -34,11 +34,8 @@ BUILD_CHUNK = 64
 
 def write_resized(source: str, target: Path) -> None:
     from torchvision.io import encode_jpeg
-    from torchvision.transforms.v2.functional import resize
 
-    image = decode_file(source, 3)
-    if min(image.shape[-2:]) > SHORT_SIDE:
-        image = resize(image, [SHORT_SIDE], antialias=True)
+    image = resized_to(decode_file(source, 3), SHORT_SIDE)
     target.write_bytes(encode_jpeg(image, quality=JPEG_QUALITY).numpy().tobytes())
 
 

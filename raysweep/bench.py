@@ -176,6 +176,14 @@ def compare(plain: dict, trial: dict) -> dict:
     }
 
 
+def stack_overrides(model: str, train_samples: int) -> dict:
+    """What every full-stack sweep of the bench sets over ``batch_grid``: the model at the resolution the
+    plain loop runs it at (batch_grid's own is the embedded default's 8 px)."""
+    from trainers.models import native_image_size
+
+    return {"model": model, "image_size": native_image_size(model), "train_samples": train_samples, "warmup_steps": 3}
+
+
 def run(args: argparse.Namespace) -> dict:
     from raysweep.cold_floor import cold_floor
     from trainers.models import native_image_size
@@ -186,7 +194,7 @@ def run(args: argparse.Namespace) -> dict:
     steps = 8 if quick else 30
     big = max(batches)
     tmp = Path(tempfile.mkdtemp(prefix="raysweep-bench-"))
-    stack = {"model": model, "train_samples": steps * max(batches), "warmup_steps": 3}
+    stack = stack_overrides(model, steps * big)
 
     # first, while nothing else holds the device or the CPUs
     floor = None if args.no_floor else cold_floor(model, big)

@@ -1,10 +1,10 @@
-"""The benchmark's arithmetic: setup_s against the cold-process floor, from a sweep's rows and economy."""
+"""The benchmark's arithmetic (setup_s against the cold-process floor) and the settings of its sweeps."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from raysweep.bench import floor_lines, setup_against_floor
+from raysweep.bench import floor_lines, setup_against_floor, stack_overrides
 
 
 def at(second: int) -> datetime:
@@ -31,3 +31,10 @@ def test_a_sweep_of_one_trial_has_no_later_figure():
     assert against["later_over_floor_s"] is None and against["first_over_floor_s"] == 2.0
     floor = {"floor_s": 14.0, "batch": 32, "since_launch_s": {"first step": 14.0}, "command": "python -m x"}
     assert "no later trial" in floor_lines(floor, against)[-1] and "(+2.0)" in floor_lines(floor, against)[-1]
+
+
+def test_the_full_stack_runs_the_model_at_the_resolution_of_the_plain_loop():
+    # batch_grid's own image_size is the embedded default's 8 px: a ViT-B/16 cannot take it, and a
+    # ratio against a plain loop at another resolution would compare different work
+    assert stack_overrides("vit_base_patch16_224", 7680)["image_size"] == 224
+    assert stack_overrides("vit_micro_patch4_32", 256)["image_size"] == 32

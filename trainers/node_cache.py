@@ -61,12 +61,20 @@ def build_once(root: Path, name: str, build: Callable[[Path], None]) -> Path:
 def map_in_processes(function: Callable, *iterables: Iterable, workers: int, chunksize: int = 1) -> list:
     """``list(map(function, *iterables))``, in ``workers`` spawned processes when more than one.
 
-    Spawned, not forked: the caller may hold a CUDA context.
+    Spawned, not forked: the caller may hold a CUDA context.  Each process resizes on one thread:
+    torch's default of one thread per core in each of ``workers`` processes oversubscribes the host.
     """
     if workers <= 1:
         return list(map(function, *iterables))
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=one_thread) as pool:
         return list(pool.map(function, *iterables, chunksize=chunksize))
+
+
+def one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)
 
 
 def sampled_sizes(files: list[str]) -> list[tuple[int, int]]:

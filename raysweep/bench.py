@@ -186,7 +186,6 @@ def stack_overrides(model: str, train_samples: int) -> dict:
 
 def run(args: argparse.Namespace) -> dict:
     from raysweep.cold_floor import cold_floor
-    from trainers.models import native_image_size
 
     quick = args.quick
     model = args.model or ("vit_micro_patch4_32" if quick else "vit_base_patch16_224")
@@ -215,7 +214,7 @@ def run(args: argparse.Namespace) -> dict:
 
     num_train = 5_000 if quick else 50_000
     cifar = write_cifar10(tmp / "cifar", num_train)
-    pipeline = input_pipeline_rate(cifar, big, native_image_size(model), batches=20)
+    pipeline = input_pipeline_rate(cifar, big, stack["image_size"], batches=20)
     real = full_stack(tmp, "cifar", [big], {**synthetic, "dataset": "cifar10", "data_dir": str(cifar)})[0][0]
     synthetic_trial = by_batch[big]
     folder = None

@@ -61,7 +61,7 @@ def build_once(root: Path, name: str, build: Callable[[Path], None]) -> Path:
 def map_in_processes(function: Callable, *iterables: Iterable, workers: int, chunksize: int = 1) -> list:
     """``list(map(function, *iterables))``, in ``workers`` spawned processes when more than one.
 
-    Spawned, not forked: the caller may hold a CUDA context.  Each process resizes on one thread:
+    Spawned, not forked: the caller may hold a CUDA context.  Each process works on one thread:
     torch's default of one thread per core in each of ``workers`` processes oversubscribes the host.
     """
     if workers <= 1:

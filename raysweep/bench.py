@@ -393,7 +393,10 @@ def main(argv: list[str] | None = None) -> int:
         "--pixels", action="store_true", help="with --image-folder: also its pixel copy; the full-stack trial reads it"
     )
     p.add_argument(
-        "--loader-workers", type=int, default=0, help="image folder loader processes (0: 8 on GPU, 1 on CPU)"
+        "--loader-workers",
+        type=int,
+        default=0,
+        help="image folder loader processes (0: 8 on GPU, 1 on CPU; a pixel copy on a GPU is read by threads)",
     )
     p.add_argument(
         "--pipeline-seconds", type=float, default=0.0, help="input pipeline timing (0: 20 s, 3 with --quick)"

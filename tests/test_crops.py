@@ -9,6 +9,7 @@ from torchvision.transforms.v2.functional import resized_crop
 
 from trainers.crops import (
     CropRecipe,
+    back_to_back,
     crop_batch,
     edge_padded_batch,
     random_crop_box,
@@ -76,7 +77,7 @@ def test_val_boxes_of_an_image_already_at_the_short_side_crop_it_pixel_for_pixel
     for height, width in ((256, 341), (400, 256)):
         image = noise_image(height, width)
         boxes = val_crop_boxes(torch.tensor([height]), torch.tensor([width]), 224)
-        assert torch.equal(crop_batch([image], boxes, 224)[0], val_crop(image, 224))
+        assert torch.equal(crop_batch(*back_to_back([image]), boxes, 224)[0], val_crop(image, 224))
 
 
 # ---- the batched crop ------------------------------------------------------------------------------------
@@ -86,7 +87,7 @@ def test_val_boxes_of_an_image_already_at_the_short_side_crop_it_pixel_for_pixel
 def test_batched_crop_matches_torchvisions_antialiased_resized_crop_on_smooth_images(box):
     """Downscales (the first two), an upscale, and a box in the bottom-right corner (the edge's repeat)."""
     image = smooth_image(375, 500)
-    ours = crop_batch([image], torch.tensor([box]), 32 if box[2] > 100 else 96)[0].int()
+    ours = crop_batch(*back_to_back([image]), torch.tensor([box]), 32 if box[2] > 100 else 96)[0].int()
     size = ours.shape[-1]
     reference = resized_crop(image, *box, [size, size], antialias=True).int()
     assert (ours - reference).abs().max() <= 2
@@ -94,21 +95,23 @@ def test_batched_crop_matches_torchvisions_antialiased_resized_crop_on_smooth_im
 
 def test_val_crop_of_a_larger_image_matches_torchvisions():
     image = smooth_image(375, 500)
-    ours = crop_batch([image], val_crop_boxes(torch.tensor([375]), torch.tensor([500]), 224), 224)[0].int()
+    ours = crop_batch(*back_to_back([image]), val_crop_boxes(torch.tensor([375]), torch.tensor([500]), 224), 224)[
+        0
+    ].int()
     assert (ours - val_crop(image, 224).int()).abs().max() <= 1
 
 
 def test_each_image_of_a_mixed_batch_is_cropped_as_if_alone():
     images = [noise_image(h, w, seed) for seed, (h, w) in enumerate(((20, 30), (32, 17), (25, 25)))]
     boxes = torch.tensor([[0, 0, 20, 30], [10, 5, 22, 12], [3, 4, 21, 21]])
-    together = crop_batch(images, boxes, 16)
+    together = crop_batch(*back_to_back(images), boxes, 16)
     for i, image in enumerate(images):
-        assert torch.equal(together[i], crop_batch([image], boxes[i : i + 1], 16)[0])
+        assert torch.equal(together[i], crop_batch(*back_to_back([image]), boxes[i : i + 1], 16)[0])
 
 
 def test_padded_batch_holds_each_image_top_left_with_its_last_row_and_column_repeated():
     images = [noise_image(h, w, seed) for seed, (h, w) in enumerate(((5, 7), (8, 4)))]
-    batch = edge_padded_batch(images)
+    batch = edge_padded_batch(*back_to_back(images))
     assert batch.shape == (2, 3, 9, 8) and batch.dtype == torch.float32
     for i, image in enumerate(images):
         h, w = image.shape[-2:]

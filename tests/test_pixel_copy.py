@@ -3,29 +3,27 @@
 from __future__ import annotations
 
 import os
-import pickle
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from torch.utils.data import DataLoader
 
 from raysweep.errors import UsageError
 from raysweep.params import TrialParams
 from tests.image_folders import folder_with_a_large_image, write_image
 from tests.test_prepared import large_image_folder, trial_batches
-from trainers.crops import CropRecipe, crop_images, resized_to
+from trainers.crops import CropRecipe, back_to_back, crop_images, resized_to
 from trainers.imagefolder import index_imagefolder
 from trainers.node_cache import cache_root
 from trainers.pixel_copy import (
     RECORDS,
-    PixelBatches,
     PixelSplit,
-    as_fetched,
+    chunk_name,
     estimated_bytes,
-    images_on_device,
     pixel_copy,
+    read_batches,
 )
 
 
@@ -91,29 +89,38 @@ def test_a_trial_on_the_pixel_copy_gets_the_batches_of_the_decoded_source(folder
         assert torch.equal(x, x0) and torch.equal(y, y0)
 
 
-def test_a_micro_batch_leaves_a_loader_worker_as_one_tensor_and_crops_as_single_images_do(folder):
-    source = index_imagefolder(str(folder))
-    copy = pixel_copy(str(folder), source, 224, 3)
-    order = list(range(len(copy.train)))[::-1]
-    loader = DataLoader(PixelBatches(copy.train), batch_size=5, sampler=order, num_workers=1, collate_fn=as_fetched)
-    seen = []
-    for (flat, shapes), labels in loader:
-        assert flat.dtype == torch.uint8 and flat.dim() == 1 and shapes.shape == (len(labels), 3)
-        images = images_on_device((flat, shapes), torch.device("cpu"))
-        seen += images
-        for recipe in (None, CropRecipe()):
-            singles = [resized_to(copy.train.read(i, 3), 256) for i in order[len(seen) - len(images) : len(seen)]]
-            expected = crop_images(singles, 16, recipe, torch.Generator().manual_seed(3))
-            assert torch.equal(crop_images(images, 16, recipe, torch.Generator().manual_seed(3)), expected)
-    assert [tuple(img.shape) for img in seen] == [tuple(copy.train.read(i, 3).shape) for i in order]
-
-
-def test_a_split_pickles_without_its_mapped_chunks(folder):
+def test_threads_read_each_micro_batch_into_one_tensor_in_order_and_it_crops_as_single_images_do(folder):
     copy = pixel_copy(str(folder), index_imagefolder(str(folder)), 224, 3)
-    copy.train.read(0, 3)  # maps a chunk
-    assert copy.train._chunks
-    revived = pickle.loads(pickle.dumps(copy.train))
-    assert revived._chunks == {} and torch.equal(revived.read(0, 3), copy.train.read(0, 3))
+    order = list(range(len(copy.train)))[::-1] * 3
+    assert len(order) > 5 * (3 + 2) and len(order) % 5  # more batches than 3 threads read ahead, the last short
+    labels_seen = []
+    for (flat, shapes), labels in read_batches(copy.train, order, micro_batch=5, threads=3, pin=False):
+        assert flat.dtype == torch.uint8 and flat.dim() == 1 and shapes.shape == (len(labels), 3)
+        singles = [copy.train.read(i, 3) for i in order[len(labels_seen) : len(labels_seen) + len(labels)]]
+        assert torch.equal(flat, back_to_back(singles)[0]) and torch.equal(shapes, back_to_back(singles)[1])
+        for recipe in (None, CropRecipe()):
+            expected = crop_images(back_to_back(singles), 16, recipe, torch.Generator().manual_seed(3))
+            assert torch.equal(crop_images((flat, shapes), 16, recipe, torch.Generator().manual_seed(3)), expected)
+        labels_seen += labels.tolist()
+    assert labels_seen == [copy.train.labels[i] for i in order]
+
+
+def test_a_reader_closed_early_leaves_no_threads_behind(folder):
+    copy = pixel_copy(str(folder), index_imagefolder(str(folder)), 224, 3)
+    batches = read_batches(copy.train, list(range(len(copy.train))) * 4, micro_batch=2, threads=3, pin=False)
+    next(batches)
+    assert any(t.name.startswith("raysweep-pixels") for t in threading.enumerate())
+    batches.close()
+    assert not any(t.name.startswith("raysweep-pixels") for t in threading.enumerate())
+
+
+def test_a_truncated_chunk_fails_the_read_naming_its_file(folder):
+    copy = pixel_copy(str(folder), index_imagefolder(str(folder)), 224, 3)
+    last = len(copy.train) - 1
+    chunk = os.path.join(copy.train.folder, chunk_name(int(copy.train.records[last, 0])))
+    os.truncate(chunk, os.path.getsize(chunk) - 1)
+    with pytest.raises(OSError, match=rf"{chunk}: image {last} of the pixel copy ends past the file's"):
+        list(read_batches(copy.train, list(range(len(copy.train))), micro_batch=4, threads=2, pin=False))
 
 
 def test_size_estimate_counts_resized_pixels(tmp_path):

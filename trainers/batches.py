@@ -29,7 +29,7 @@ from trainers.imagefolder import (
     decode_on_device,
 )
 from trainers.node_cache import cache_root
-from trainers.pixel_copy import PixelBatches, PixelSplit, as_fetched, images_on_device, pixel_copy
+from trainers.pixel_copy import PixelSplit, pixel_copy, read_batches
 from trainers.prefetch import prefetched
 from trainers.prepared import pays_to_prepare, prepared_index
 
@@ -37,6 +37,11 @@ from trainers.prepared import pays_to_prepare, prepared_index
 MEAN, STD = 0.5, 0.5
 # seconds a loader worker may take for one micro batch before the trial fails
 LOADER_TIMEOUT_S = 300
+# threads reading a pixel copy for a GPU rank, in place of its loader workers. On an H200 host 2 threads
+# read 33,000 img/s of 341x256 (1: 17,000; 4: 54,000), the pipeline ran at 30,700 img/s, 11x ViT-B/16 at
+# micro batch 256, and the full stack kept 0.982x synthetic; each thread more takes the GIL from the
+# training loop more often (docs/results/h200-pixel-reader/).
+PIXEL_READERS = 2
 # micro batches each loader worker keeps decoded ahead of the step
 PREFETCH_PER_WORKER = 4
 # decode=auto on a CUDA rank: CPU decode where the rank has this many loader workers, nvJPEG where it has
@@ -76,7 +81,10 @@ def to_model_input(
 
 @dataclass(frozen=True)
 class FolderLoading:
-    """How an image folder reaches the device: the crop recipe, channels, decoder and loader processes."""
+    """How an image folder reaches the device: the crop recipe, channels, decoder and loader processes.
+
+    ``workers`` loader processes read and decode, except for a pixel copy on a GPU rank (``PIXEL_READERS``).
+    """
 
     recipe: CropRecipe = CropRecipe()
     in_chans: int = 3
@@ -139,36 +147,43 @@ class Batches:
     def stream(
         self, split: Split, order: list[int], micro_batch: int, train: bool, epoch: int
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """Micro batches of ``split`` in ``order``, read (and decoded) by the loader workers while the step runs."""
+        """Micro batches of ``split`` in ``order``, read (and decoded) while the step runs.
+
+        By loader worker processes, except a pixel copy on a GPU rank: there ``PIXEL_READERS`` threads
+        of this process read it (``read_batches``).
+        """
         recipe = self.loading.recipe if train else None
         stored, gpu = isinstance(split, PixelSplit), self.on_device(split)
-        if stored and gpu:
-            dataset, collate = PixelBatches(split), as_fetched
-        elif gpu:
-            dataset, collate = EncodedImages(split), collate_encoded
-        else:
-            dataset = DecodedImages(split, self.image_size, self.loading.in_chans, recipe, self.seed)
-            dataset.epoch, collate = epoch, None
         workers = self.loading.workers
-        loader = DataLoader(
-            dataset,
-            batch_size=micro_batch,
-            sampler=order,
-            num_workers=workers,
-            collate_fn=collate,
-            pin_memory=self.device.type == "cuda",
-            prefetch_factor=PREFETCH_PER_WORKER if workers else None,
-            # a worker whose batch cannot be sent (its queue feeder thread failed) leaves the loader
-            # waiting forever: a bound turns that hang into a failed trial
-            timeout=LOADER_TIMEOUT_S if workers else 0,
-        )
+        if stored and gpu:
+            items = read_batches(split, order, micro_batch, PIXEL_READERS, pin=True)
+        else:
+            if gpu:
+                dataset, collate = EncodedImages(split), collate_encoded
+            else:
+                dataset = DecodedImages(split, self.image_size, self.loading.in_chans, recipe, self.seed)
+                dataset.epoch, collate = epoch, None
+            items = DataLoader(
+                dataset,
+                batch_size=micro_batch,
+                sampler=order,
+                num_workers=workers,
+                collate_fn=collate,
+                pin_memory=self.device.type == "cuda",
+                prefetch_factor=PREFETCH_PER_WORKER if workers else None,
+                # a worker whose batch cannot be sent (its queue feeder thread failed) leaves the loader
+                # waiting forever: a bound turns that hang into a failed trial
+                timeout=LOADER_TIMEOUT_S if workers else 0,
+            )
         # crop boxes are drawn on the host (a few scalars per image), whatever device decodes
         generator = torch.Generator().manual_seed(self.seed + 1000 * epoch + self.rank)
 
         def prepare(batch: tuple) -> tuple[torch.Tensor, torch.Tensor]:
             pixels, labels = batch
             if stored and gpu:
-                pixels = crop_images(images_on_device(pixels, self.device), self.image_size, recipe, generator)
+                flat, shapes = pixels
+                on_device = (flat.to(self.device, non_blocking=True), shapes)
+                pixels = crop_images(on_device, self.image_size, recipe, generator)
             elif gpu:
                 pixels = decode_on_device(
                     pixels, self.device, self.image_size, self.loading.in_chans, recipe, generator
@@ -176,7 +191,7 @@ class Batches:
             x = to_model_input(pixels.to(self.device, non_blocking=True), self.image_size, self.dtype, flip=False)
             return x, labels.to(self.device, non_blocking=True)
 
-        yield from prefetched(loader, prepare, self.device)
+        yield from prefetched(items, prepare, self.device)
 
     def train(self, epoch: int, micro_batch: int, num_batches: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         folder = self.data.folder

@@ -2,9 +2,9 @@
 
 Two ways to apply them, one set of boxes.  ``train_crop``/``val_crop`` crop one image (the CPU path,
 in loader workers: torchvision's antialiased resize, exactly).  ``crop_batch`` crops a whole micro batch
-of differently sized images in one ``roi_align`` call (the GPU path, after nvJPEG): each output pixel
-averages ``ceil(box / size)`` squared bilinear samples of its bin, so a downscale is filtered as an
-antialiased resize is, and a box of the output's size is copied pixel for pixel.
+of differently sized images in one ``roi_align`` call (the GPU path, after nvJPEG or from a pixel copy):
+each output pixel averages ``ceil(box / size)`` squared bilinear samples of its bin, so a downscale is
+filtered as an antialiased resize is, and a box of the output's size is copied pixel for pixel.
 """
 
 from __future__ import annotations
@@ -118,54 +118,58 @@ def flip_chosen(images: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
     return torch.where(chosen[:, None, None, None], images.flip(-1), images)
 
 
-def edge_padded_batch(images: list[torch.Tensor]) -> torch.Tensor:
-    """float32 (B, C, H + 1, W + 1) holding each image top-left, its last row and column repeated once.
+def back_to_back(images: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``images`` (C, H, W) of one device as their bytes back to back (one flat tensor) and int64 (B, 3) shapes."""
+    return torch.cat([img.reshape(-1) for img in images]), torch.tensor([tuple(img.shape) for img in images])
 
-    A box touching an image's bottom or right edge has bilinear samples up to half a pixel past
-    the last pixel centre; the repeated row and column give them the edge's value, as a resize of
-    that image alone would, rather than the zeros of the padding.
+
+def edge_padded_batch(flat: torch.Tensor, shapes: torch.Tensor) -> torch.Tensor:
+    """float32 (B, C, H + 1, W + 1) of the images in ``flat`` (``back_to_back``'s form), each top-left, in one gather.
+
+    Each image's last row and column are repeated out to the batch's edge.  A box touching an image's
+    bottom or right edge has bilinear samples up to half a pixel past the last pixel centre; the first
+    repeat gives them the edge's value, as a resize of that image alone would, and no sample reaches
+    further.  ``shapes`` stays on the host: the batch's extent is read from it without a device sync.
     """
-    height = max(img.shape[-2] for img in images) + 1
-    width = max(img.shape[-1] for img in images) + 1
-    first = images[0]
-    batch = torch.zeros(len(images), first.shape[0], height, width, dtype=first.dtype, device=first.device)
-    pixels, columns = [], []  # (target, source) pairs
-    for i, img in enumerate(images):
-        h, w = img.shape[-2:]
-        pixels += [(batch[i, :, :h, :w], img), (batch[i, :, h : h + 1, :w], img[:, h - 1 : h])]
-        columns.append((batch[i, :, : h + 1, w : w + 1], batch[i, :, : h + 1, w - 1 : w]))
-    # one call per pass rather than one per image; the columns (with the corner) copy what the first pass wrote
-    for pairs in (pixels, columns):
-        targets, sources = zip(*pairs)
-        torch._foreach_copy_(list(targets), list(sources))
-    return batch.to(torch.float32)
+    device = flat.device
+    # int32 indices halve the index tensor's memory (it has an entry per padded pixel) where they can
+    dtype = torch.int32 if flat.numel() < 2**31 else torch.int64
+    sizes = shapes.prod(dim=1)
+    starts, (channels, heights, widths) = torch.cumsum(sizes, 0) - sizes, shapes.unbind(dim=1)
+    per_image = [t.to(device, dtype)[:, None, None, None] for t in (starts, heights, widths)]
+    start, h, w = per_image
+    rows = torch.arange(int(heights.max()) + 1, device=device, dtype=dtype)[None, None, :, None]
+    cols = torch.arange(int(widths.max()) + 1, device=device, dtype=dtype)[None, None, None, :]
+    planes = torch.arange(int(channels[0]), device=device, dtype=dtype)[None, :, None, None] * h * w
+    index = start + planes + torch.minimum(rows, h - 1) * w + torch.minimum(cols, w - 1)
+    return flat[index].to(torch.float32)
 
 
-def crop_batch(images: list[torch.Tensor], boxes: torch.Tensor, size: int) -> torch.Tensor:
-    """uint8 (B, C, size, size): box i of image i (``boxes`` (B, 4) of top, left, h, w) resized to ``size``."""
+def crop_batch(flat: torch.Tensor, shapes: torch.Tensor, boxes: torch.Tensor, size: int) -> torch.Tensor:
+    """uint8 (B, C, size, size): box i (``boxes`` (B, 4) of top, left, h, w) of image i resized to ``size``."""
     from torchvision.ops import roi_align
 
-    batch = edge_padded_batch(images)
+    batch = edge_padded_batch(flat, shapes)
     top, left, h, w = boxes.to(torch.float32).unbind(dim=1)
-    index = torch.arange(len(images), dtype=torch.float32)
+    index = torch.arange(len(shapes), dtype=torch.float32)
     rois = torch.stack([index, left, top, left + w, top + h], dim=1).to(batch.device)
     out = roi_align(batch, rois, output_size=(size, size), spatial_scale=1.0, sampling_ratio=-1, aligned=True)
     return out.round_().clamp_(0, 255).to(torch.uint8)
 
 
 def crop_images(
-    images: list[torch.Tensor], size: int, recipe: CropRecipe | None, generator: torch.Generator
+    stored: tuple[torch.Tensor, torch.Tensor], size: int, recipe: CropRecipe | None, generator: torch.Generator
 ) -> torch.Tensor:
-    """The recipe's crops of a micro batch of differently sized images, in one call on their device.
+    """The recipe's crops of a micro batch of differently sized images (``back_to_back``'s form), on their device.
 
     uint8 (B, C, size, size).  Boxes and flips are drawn on the host from ``generator`` (a few numbers
     per image); ``recipe`` None crops for validation, as ``val_crop`` does.
     """
-    heights = torch.tensor([img.shape[-2] for img in images])
-    widths = torch.tensor([img.shape[-1] for img in images])
+    flat, shapes = stored
+    heights, widths = shapes[:, 1], shapes[:, 2]
     if recipe is None:
-        return crop_batch(images, val_crop_boxes(heights, widths, size), size)
-    out = crop_batch(images, random_crop_boxes(heights, widths, recipe, generator), size)
+        return crop_batch(flat, shapes, val_crop_boxes(heights, widths, size), size)
+    out = crop_batch(flat, shapes, random_crop_boxes(heights, widths, recipe, generator), size)
     if not recipe.flip:
         return out
-    return flip_chosen(out, (torch.rand(len(images), generator=generator) < 0.5).to(out.device))
+    return flip_chosen(out, (torch.rand(len(shapes), generator=generator) < 0.5).to(out.device))

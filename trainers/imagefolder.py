@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import Dataset
 
 from raysweep.errors import UsageError
-from trainers.crops import CropRecipe, crop_images, train_crop, val_crop
+from trainers.crops import CropRecipe, back_to_back, crop_images, train_crop, val_crop
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 JPEG_SUFFIXES = (".jpg", ".jpeg")
@@ -181,7 +181,7 @@ def decode_on_device(
     mode = ImageReadMode.GRAY if in_chans == 1 else ImageReadMode.RGB
     flat, lengths = encoded
     images = decode_jpeg(list(torch.split(flat, lengths.tolist())), mode=mode, device=device)
-    return crop_images(images, size, recipe, generator)
+    return crop_images(back_to_back(images), size, recipe, generator)
 
 
 def all_jpeg(split: FolderSplit) -> bool:

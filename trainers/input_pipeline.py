@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--decode", default="auto", choices=("auto", "cpu", "gpu"))
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=4, help="loader processes (and the pixel copy's builders)")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--pixels", action="store_true", help="read the folder's pixel copy (built first if needed)")
     args = parser.parse_args()

@@ -1,11 +1,12 @@
-"""An image folder decoded once per node into memory-mapped uint8 pixels: trials then read, never decode.
+"""An image folder decoded once per node into uint8 pixel files: trials then read, never decode.
 
 Each image is decoded (``decode_file``: grey, CMYK and palettes converted), resized to the copy's short
 side where larger (never upscaled) and its (C, H, W) bytes appended to a chunk file of its split; a
-record per image (chunk, byte offset, height, width) finds it again.  A loader worker copies a micro
-batch's images straight from the page cache into one tensor, and the rank crops them (on its GPU in
-one ``roi_align`` call; on a CPU rank in the workers), so no JPEG is decoded after the build.  The page
-cache is the node's, shared by all its ranks; a copy larger than memory still works, read from disk.
+record per image (chunk, byte offset, height, width) finds it again.  A GPU rank's threads read a micro
+batch's images straight from the page cache into one pinned tensor (``read_batches``) and the rank crops
+them on its GPU in one ``roi_align`` call; a CPU rank's loader workers read and crop them one by one.
+No JPEG is decoded after the build.  The page cache is the node's, shared by all its ranks; a copy
+larger than memory still works, read from disk.
 
 Trials read it with ``prepare=pixels``.  It costs disk: C x H x W bytes an image (262 KB at 341x256,
 about 12x the JPEG; 13 GiB for 50,000 ImageNet-shaped images), checked against the free space before
@@ -17,6 +18,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,67 +54,72 @@ class PixelSplit:
         return len(self.labels)
 
     def __getstate__(self) -> dict:
-        # a loader worker maps the chunks itself: a pickled np.memmap would carry its whole file
+        # a loader worker maps the chunks itself
         return {**self.__dict__, "_chunks": {}}
 
     def chunk(self, number: int) -> np.ndarray:
+        """Chunk file ``number`` mapped privately: read on demand from the page cache, no descriptor kept open."""
         if number not in self._chunks:
-            self._chunks[number] = np.memmap(Path(self.folder) / chunk_name(number), dtype=np.uint8, mode="r")
+            path = os.path.join(self.folder, chunk_name(number))
+            mapped = torch.from_file(path, shared=False, size=os.path.getsize(path), dtype=torch.uint8)
+            self._chunks[number] = mapped.numpy()
         return self._chunks[number]
 
     def shape(self, i: int) -> tuple[int, int, int]:
         return self.channels, int(self.records[i, 2]), int(self.records[i, 3])
 
-    def copy_into(self, i: int, out: np.ndarray) -> None:
-        """Image ``i``'s bytes, (C, H, W) in C order, into ``out`` (1-D uint8 of that many bytes)."""
+    def stored(self, i: int) -> np.ndarray:
+        """Image ``i``'s bytes, (C, H, W) in C order, as a view of its mapped chunk."""
+        c, h, w = self.shape(i)
         number, offset = int(self.records[i, 0]), int(self.records[i, 1])
-        out[:] = self.chunk(number)[offset : offset + out.size]
+        chunk = self.chunk(number)
+        if offset + c * h * w > chunk.size:
+            raise OSError(
+                f"{os.path.join(self.folder, chunk_name(number))}: image {i} of the pixel copy ends past the "
+                f"file's {chunk.size} bytes; delete {os.path.dirname(self.folder)} to have it rebuilt"
+            )
+        return chunk[offset : offset + c * h * w]
 
     def read(self, i: int, in_chans: int) -> torch.Tensor:
         """uint8 (C, H, W): image ``i`` as ``FolderSplit.read`` decodes it (resized to the copy's short side)."""
         if in_chans != self.channels:
             raise ValueError(f"this pixel copy holds {self.channels} channels, not {in_chans}")
-        c, h, w = self.shape(i)
-        out = np.empty(c * h * w, dtype=np.uint8)
-        self.copy_into(i, out)
-        return torch.from_numpy(out).view(c, h, w)
+        return torch.from_numpy(self.stored(i).copy()).view(*self.shape(i))
 
 
-class PixelBatches:
-    """GPU path: a micro batch's images as one flat uint8 tensor with their (C, H, W), and the labels.
+StoredBatch = tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]
 
-    ``__getitems__`` makes the DataLoader ask for a whole micro batch at once (pass ``collate_fn=as_fetched``),
-    so each image is copied once, from the page cache into the batch's tensor.
+
+def read_batches(
+    split: PixelSplit, order: list[int], micro_batch: int, threads: int, pin: bool
+) -> Iterator[StoredBatch]:
+    """Micro batches of ``split`` in ``order``: ``((flat, shapes), labels)``, each batch's images in one tensor.
+
+    ``flat`` is the images' bytes back to back (pinned when ``pin``, so it crosses to the GPU in one
+    asynchronous copy), ``shapes`` int64 (B, 3) their (C, H, W).  ``threads`` threads of this process
+    each read whole batches, up to ``threads + 1`` ahead of the one handed on, in one ``np.concatenate``
+    from the mapped chunks: a batch's bytes are copied once, and its reader holds the GIL a few times per
+    batch rather than once per image.  No loader process is involved: its batch would be copied twice
+    more, into shared memory there and out of it into pinned memory here (docs/performance.md, section 4).
     """
+    pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="raysweep-pixels")
 
-    def __init__(self, split: PixelSplit):
-        self.split = split
+    def read(indices: list[int]) -> StoredBatch:
+        shapes = torch.tensor([split.shape(i) for i in indices], dtype=torch.int64)
+        flat = torch.empty(int(shapes.prod(dim=1).sum()), dtype=torch.uint8, pin_memory=pin)
+        np.concatenate([split.stored(i) for i in indices], out=flat.numpy())
+        return (flat, shapes), torch.tensor([split.labels[i] for i in indices], dtype=torch.int64)
 
-    def __len__(self) -> int:
-        return len(self.split)
-
-    def __getitems__(self, indices: list[int]) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
-        shapes = torch.tensor([self.split.shape(i) for i in indices], dtype=torch.int64)
-        sizes = shapes.prod(dim=1)
-        flat = torch.empty(int(sizes.sum()), dtype=torch.uint8)
-        out, start = flat.numpy(), 0
-        for i, size in zip(indices, sizes.tolist()):
-            self.split.copy_into(i, out[start : start + size])
-            start += size
-        return (flat, shapes), torch.tensor([self.split.labels[i] for i in indices], dtype=torch.int64)
-
-
-def as_fetched(batch):
-    """The DataLoader's collate for ``PixelBatches``: the micro batch is already one."""
-    return batch
-
-
-def images_on_device(stored: tuple[torch.Tensor, torch.Tensor], device: torch.device) -> list[torch.Tensor]:
-    """``PixelBatches``' flat bytes copied to ``device`` in one transfer, viewed as each image's (C, H, W)."""
-    flat, shapes = stored
-    on_device = flat.to(device, non_blocking=True)
-    pieces = torch.split(on_device, shapes.prod(dim=1).tolist())
-    return [piece.view(*shape) for piece, shape in zip(pieces, shapes.tolist())]
+    pending: deque[Future] = deque()
+    try:
+        for first in range(0, len(order), micro_batch):
+            pending.append(pool.submit(read, order[first : first + micro_batch]))
+            if len(pending) > threads + 1:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def chunk_name(number: int) -> str:

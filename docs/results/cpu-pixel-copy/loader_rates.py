@@ -9,6 +9,7 @@ prepare=pixels rank's workers ship: no decode).  The copies are built first (not
 """
 
 import argparse
+import functools
 import statistics
 import time
 
@@ -17,8 +18,13 @@ from torch.utils.data import DataLoader
 
 from trainers.crops import CropRecipe
 from trainers.imagefolder import DecodedImages, EncodedImages, collate_encoded, index_imagefolder
-from trainers.pixel_copy import PixelBatches, as_fetched, pixel_copy
+from trainers.pixel_copy import pixel_copy, read_batches
 from trainers.prepared import prepared_index
+
+
+def gathered(split, indices):
+    """A micro batch of the pixel copy as one tensor, read in the loader worker that calls it."""
+    return next(read_batches(split, indices, len(indices), threads=1, pin=False))
 
 
 def rate(dataset, collate, batch: int, seconds: float) -> float:
@@ -50,7 +56,7 @@ def main() -> None:
     paths = {
         "jpeg bytes (gpu decode)": (EncodedImages(jpeg.train), collate_encoded),
         "decode + crop to 224 (cpu)": (DecodedImages(jpeg.train, 224, 3, CropRecipe(), 0), None),
-        "pixel copy (prepare=pixels)": (PixelBatches(pixels.train), as_fetched),
+        "pixel copy (prepare=pixels)": (range(len(pixels.train)), functools.partial(gathered, pixels.train)),
     }
     seen = {name: [] for name in paths}
     for _ in range(args.repeats):

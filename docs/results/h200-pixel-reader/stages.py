@@ -57,8 +57,9 @@ def main() -> None:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     cuda = device.type == "cuda"
     split = pixel_copy(args.folder, index_imagefolder(args.folder), 224, 3, args.workers).train
-    # epochs enough for any stage's window: a stage that ran out would end in the middle of its count
-    order = torch.randperm(len(split), generator=torch.Generator().manual_seed(0)).tolist() * 100
+    # a million images, epochs enough for any stage's window: one that ran out would end mid-count
+    order = torch.randperm(len(split), generator=torch.Generator().manual_seed(0)).tolist()
+    order *= -(-1_000_000 // len(order))
 
     def workers():
         return DataLoader(

@@ -142,7 +142,8 @@ class TrialParams:
         metadata={"doc": "imagefolder JPEG decode: auto (gpu on GPU ranks under 8 loader workers) | cpu | gpu"},
     )
     loader_workers: int = field(
-        default=0, metadata={"doc": "imagefolder loader processes per rank (none for a pixel copy on a GPU); 0 = from its CPUs"}
+        default=0,
+        metadata={"doc": "imagefolder loader processes per rank (none for a pixel copy on a GPU); 0 = from its CPUs"},
     )
     prepare: str = field(
         default="auto",

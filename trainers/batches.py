@@ -48,7 +48,8 @@ PREFETCH_PER_WORKER = 4
 # fewer. On an H200, 14 workers decoding on the CPU kept up with ViT-B/16 at micro batch 256 (0.996x and
 # 0.948x synthetic, data wait <= 0.0007) where nvJPEG, sharing the GPU with the step, reached 0.896x
 # (data wait 0.076); 4 workers decoded 2,301 img/s alone, short of the model's 2,700
-# (docs/results/h200-jpeg-prefetch/). Eight ranks on a 16-core host have 1 worker each: nvJPEG.
+# (docs/results/h200-jpeg-prefetch/). Since the crop gathers its padded batch in one kernel the two are
+# level (0.958x and 0.956x, docs/results/h200-pixel-reader/). Eight ranks on a 16-core host have 1 worker each: nvJPEG.
 CPU_DECODE_MIN_WORKERS = 8
 
 

@@ -34,7 +34,7 @@ from ray.train.v2.api.callback import UserCallback
 from raysweep.errors import is_out_of_memory
 from raysweep.params import TrialParams
 from raysweep.schema import TRIAL_ID_KEY
-from raysweep.train_run import shape_of, torch_trainer
+from raysweep.train_run import shape_of, start_train_coordinator, torch_trainer
 
 # A call that waits for news (a worker's next trial, a driver's next report) returns empty after
 # this long, so that no actor thread is held for ever by a caller that went away.
@@ -140,16 +140,18 @@ class GroupReportCallback(UserCallback):
 class GroupPool:
     """The sweep's worker groups, idle ones by shape; one caller at a time (a plain actor's calls queue)."""
 
-    def __init__(self, sweep: str, storage_path: str, collective_timeout_s: int, prestart: dict | None):
+    def __init__(self, sweep: str, storage_path: str, collective_timeout_s: int, started: tuple | None):
         self.sweep, self.storage_path, self.collective_timeout_s = sweep, storage_path, collective_timeout_s
         self.groups: dict[str, object] = {}  # by name: every group not yet dropped
         self.idle: dict[tuple, list[str]] = defaultdict(list)
         self.busy: dict[str, tuple] = {}  # name: shape
-        if prestart is not None:
-            self.idle[shape_of(TrialParams.from_dict(prestart))].append(self.start_group(prestart))
+        if started is not None:
+            params, name, handle = started
+            self.groups[name] = handle
+            self.idle[shape_of(TrialParams.from_dict(params))].append(name)
 
     def start_group(self, params: dict) -> str:
-        name = f"{self.sweep}-workers-{uuid.uuid4().hex[:8]}"
+        name = group_name(self.sweep)
         self.groups[name] = TrialGroup.remote(params, name, self.storage_path, self.collective_timeout_s)
         return name
 
@@ -196,13 +198,26 @@ def group_pool(
 
     Owned by the calling process (the CLI's), so its groups also end where that process is killed.
     ``prestart``: the parameters of a trial whose group to start now, before any trial asks for it.
+    This process starts that group itself, beside the pool rather than after the pool's own start
+    and imports, and Ray Train's autoscaling coordinator with it (``start_train_coordinator``).
     """
-    pool = GroupPool.options(name=pool_name(sweep)).remote(sweep, storage_path, collective_timeout_s, prestart)
+    started = None
+    if prestart is not None:
+        name = group_name(sweep)
+        started = (prestart, name, TrialGroup.remote(prestart, name, storage_path, collective_timeout_s))
+    start_train_coordinator()
+    pool = GroupPool.options(name=pool_name(sweep)).remote(sweep, storage_path, collective_timeout_s, started)
     try:
         yield
     finally:
         ray.get(pool.close.remote())
         ray.kill(pool)
+        if started is not None:  # this process owns it: killing the pool does not end it
+            ray.kill(started[2])
+
+
+def group_name(sweep: str) -> str:
+    return f"{sweep}-workers-{uuid.uuid4().hex[:8]}"
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import ray
 from ray.train import LoggingConfig, RunConfig, ScalingConfig
 
 from raysweep.params import TrialParams
@@ -61,7 +62,7 @@ def worker_env(params: TrialParams) -> dict[str, str]:
     return {"DS_ACCELERATOR": "cuda"} if params.device == "gpu" else {"DS_ACCELERATOR": "cpu"}
 
 
-def start_train_coordinator() -> None:
+def start_train_coordinator() -> ray.actor.ActorHandle:
     """Start Ray Train's autoscaling coordinator now, so that the sweep's first Train run finds it running.
 
     Every Train run's controller, as it starts, asks this cluster-wide actor for its resources and waits
@@ -73,4 +74,4 @@ def start_train_coordinator() -> None:
         get_or_create_autoscaling_coordinator,
     )
 
-    get_or_create_autoscaling_coordinator()
+    return get_or_create_autoscaling_coordinator()

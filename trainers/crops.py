@@ -136,8 +136,7 @@ def edge_padded_batch(flat: torch.Tensor, shapes: torch.Tensor) -> torch.Tensor:
     dtype = torch.int32 if flat.numel() < 2**31 else torch.int64
     sizes = shapes.prod(dim=1)
     starts, (channels, heights, widths) = torch.cumsum(sizes, 0) - sizes, shapes.unbind(dim=1)
-    per_image = [t.to(device, dtype)[:, None, None, None] for t in (starts, heights, widths)]
-    start, h, w = per_image
+    start, h, w = (t.to(device, dtype)[:, None, None, None] for t in (starts, heights, widths))
     rows = torch.arange(int(heights.max()) + 1, device=device, dtype=dtype)[None, None, :, None]
     cols = torch.arange(int(widths.max()) + 1, device=device, dtype=dtype)[None, None, None, :]
     planes = torch.arange(int(channels[0]), device=device, dtype=dtype)[None, :, None, None] * h * w

@@ -30,6 +30,7 @@ from raysweep.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.tensorboard_logger import TensorBoardCallback
 from raysweep.text_table import format_table
 from raysweep.trackers import tracker_callbacks
+from raysweep.train_run import start_train_coordinator
 from raysweep.worker_groups import group_pool
 
 
@@ -205,9 +206,11 @@ def fit_and_summarise(
 def fit_trials(tuner: tune.Tuner, store: ResultStore, options: SweepOptions, first_trial: TrialParams | None) -> None:
     """``tuner.fit()`` beside the worker-group pool its trials use.
 
-    With shared workers the first trial's group starts while Tune starts the trial.
+    With shared workers the first trial's group starts while Tune starts the trial; in either mode Ray
+    Train's autoscaling coordinator does, which every Train run's controller waits on as it starts.
     """
     tune_environment()
+    start_train_coordinator()
     prestart = first_trial.to_dict() if first_trial and options.share_workers else None
     with group_pool(store.sweep, train_storage(store), options.collective_timeout, prestart):
         tuner.fit()

@@ -34,7 +34,7 @@ from ray.train.v2.api.callback import UserCallback
 from raysweep.errors import is_out_of_memory
 from raysweep.params import TrialParams
 from raysweep.schema import TRIAL_ID_KEY
-from raysweep.train_run import shape_of, start_train_coordinator, torch_trainer
+from raysweep.train_run import shape_of, torch_trainer
 
 # A call that waits for news (a worker's next trial, a driver's next report) returns empty after
 # this long, so that no actor thread is held for ever by a caller that went away.
@@ -199,13 +199,12 @@ def group_pool(
     Owned by the calling process (the CLI's), so its groups also end where that process is killed.
     ``prestart``: the parameters of a trial whose group to start now, before any trial asks for it.
     This process starts that group itself, beside the pool rather than after the pool's own start
-    and imports, and Ray Train's autoscaling coordinator with it (``start_train_coordinator``).
+    and imports.
     """
     started = None
     if prestart is not None:
         name = group_name(sweep)
         started = (prestart, name, TrialGroup.remote(prestart, name, storage_path, collective_timeout_s))
-    start_train_coordinator()
     pool = GroupPool.options(name=pool_name(sweep)).remote(sweep, storage_path, collective_timeout_s, started)
     try:
         yield

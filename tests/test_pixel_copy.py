@@ -97,9 +97,10 @@ def test_threads_read_each_micro_batch_into_one_tensor_in_order_and_it_crops_as_
     for (flat, shapes), labels in read_batches(copy.train, order, micro_batch=5, threads=3, pin=False):
         assert flat.dtype == torch.uint8 and flat.dim() == 1 and shapes.shape == (len(labels), 3)
         singles = [copy.train.read(i, 3) for i in order[len(labels_seen) : len(labels_seen) + len(labels)]]
-        assert torch.equal(flat, back_to_back(singles)[0]) and torch.equal(shapes, back_to_back(singles)[1])
+        one_by_one = back_to_back(singles)
+        assert torch.equal(flat, one_by_one[0]) and torch.equal(shapes, one_by_one[1])
         for recipe in (None, CropRecipe()):
-            expected = crop_images(back_to_back(singles), 16, recipe, torch.Generator().manual_seed(3))
+            expected = crop_images(one_by_one, 16, recipe, torch.Generator().manual_seed(3))
             assert torch.equal(crop_images((flat, shapes), 16, recipe, torch.Generator().manual_seed(3)), expected)
         labels_seen += labels.tolist()
     assert labels_seen == [copy.train.labels[i] for i in order]

@@ -39,8 +39,8 @@ MEAN, STD = 0.5, 0.5
 LOADER_TIMEOUT_S = 300
 # threads reading a pixel copy for a GPU rank, in place of its loader workers. On an H200 host 2 threads
 # read 33,000 img/s of 341x256 (1: 17,000; 4: 54,000), the pipeline ran at 30,700 img/s, 11x ViT-B/16 at
-# micro batch 256, and the full stack kept 0.982x synthetic; each thread more takes the GIL from the
-# training loop more often (docs/results/h200-pixel-reader/).
+# micro batch 256, and the full stack kept 0.982x synthetic (docs/results/h200-pixel-reader/). More threads
+# were not tried through the full stack, where each would contend with the training loop for the GIL.
 PIXEL_READERS = 2
 # micro batches each loader worker keeps decoded ahead of the step
 PREFETCH_PER_WORKER = 4

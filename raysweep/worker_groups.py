@@ -3,9 +3,11 @@
 A trial in a Train run of its own starts three fresh processes one after another (Tune's trial
 actor, Train's controller, the worker), each importing Ray and torch, then timm and DeepSpeed:
 9-25 s before its first step (docs/performance.md, section 3), often more than it trains.  Here a
-``TrialGroup`` is one Ray Train run (a ``TorchTrainer`` of ``trainers.trial_server``) whose
-workers train the trials it is handed, one after another; the sweep's ``GroupPool`` keeps the
-idle groups by shape (``train_run.SHAPE_FIELDS``) and hands one to each trial that asks.
+group is one Ray Train run (a ``TorchTrainer`` of ``trainers.trial_server``) whose workers train
+the trials it is handed, one after another: a ``TrialGroup`` actor holds its queue of trials and
+their reports, the sweep's own process runs the Train run (``TrainRuns``), and the sweep's
+``GroupPool`` keeps the idle groups by shape (``train_run.SHAPE_FIELDS``) and hands one to each
+trial that asks.
 
 What a trial is stays the same: one Tune trial per configuration, whose driver (``run_in_group``)
 passes the group's reports on to Tune as its own; a fresh model, engine, optimizer, seed, data
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
@@ -47,9 +50,13 @@ def pool_name(sweep: str) -> str:
 
 @ray.remote(num_cpus=0, max_concurrency=64)
 class TrialGroup:
-    """One Ray Train run whose workers train the trials handed to ``run``, in order."""
+    """The trials handed to one Ray Train run's workers, in order, and what that run reports back.
 
-    def __init__(self, params: dict, run_name: str, storage_path: str, collective_timeout_s: int):
+    The run itself (``TorchTrainer.fit``) goes on in the sweep's process (``TrainRuns``), which
+    tells the group when it ends; this actor imports no torch, so it starts in a fraction of a second.
+    """
+
+    def __init__(self):
         self.trials: list[dict] = []
         self.picked = -1  # the last trial the workers have started
         self.reports: dict[str, list[tuple[dict, Checkpoint | None]]] = defaultdict(list)
@@ -57,27 +64,6 @@ class TrialGroup:
         self.ended = False
         self.failure: Exception | None = None
         self.changed = threading.Condition()
-        me = ray.get_runtime_context().current_actor
-        trainer = torch_trainer(
-            TrialParams.from_dict(params),
-            serve_trials_per_worker,
-            {"group": me},
-            run_name,
-            storage_path,
-            collective_timeout_s,
-            callbacks=[GroupReportCallback(me)],
-        )
-        threading.Thread(target=self.serve, args=(trainer,), daemon=True).start()
-
-    def serve(self, trainer) -> None:
-        failure = None
-        try:
-            trainer.fit()
-        except Exception as e:  # the trial in flight gets it (its driver re-raises it)
-            failure = e
-        with self.changed:
-            self.ended, self.failure = True, failure
-            self.changed.notify_all()
 
     def run(self, trial: dict) -> int:
         """Queue a trial for the workers; its number in this group."""
@@ -102,6 +88,12 @@ class TrialGroup:
             self.reports[metrics[TRIAL_ID_KEY]].append((metrics, checkpoint))
             self.changed.notify_all()
 
+    def end(self, failure: Exception | None) -> None:
+        """The Train run has returned (``failure`` None) or raised: the trial in flight gets the failure."""
+        with self.changed:
+            self.ended, self.failure = True, failure
+            self.changed.notify_all()
+
     def progress(self, trial_id: str, index: int, seen: int) -> tuple[list, bool, bool, Exception | None]:
         """Reports of ``trial_id`` after its first ``seen``; whether the workers started it; whether the run ended."""
         with self.changed:
@@ -114,13 +106,9 @@ class TrialGroup:
             self.stopping = True
             self.changed.notify_all()
 
-    def wait_ended(self, timeout_s: float) -> bool:
-        with self.changed:
-            return self.changed.wait_for(lambda: self.ended, timeout=timeout_s)
-
 
 def serve_trials_per_worker(config: dict) -> None:
-    """The group's Ray Train loop; imported on the workers only (timm and DeepSpeed: seconds this actor skips)."""
+    """The group's Ray Train loop; imported on the workers only (timm and DeepSpeed: seconds the sweep skips)."""
     from trainers.trial_server import serve_trials_per_worker
 
     serve_trials_per_worker(config)
@@ -136,58 +124,121 @@ class GroupReportCallback(UserCallback):
         ray.get(self.group.post.remote(metrics[0], checkpoint))
 
 
-@ray.remote(num_cpus=0)
-class GroupPool:
-    """The sweep's worker groups, idle ones by shape; one caller at a time (a plain actor's calls queue)."""
+class TrainRuns:
+    """The groups' Ray Train runs, each ``TorchTrainer.fit`` in a thread of the sweep's own process.
 
-    def __init__(self, sweep: str, storage_path: str, collective_timeout_s: int, started: tuple | None):
-        self.sweep, self.storage_path, self.collective_timeout_s = sweep, storage_path, collective_timeout_s
+    That process has torch imported already (and keeps it warm): a run started from it creates
+    Train's controller at once, where an actor of its own would first start and import torch and
+    ``ray.train.torch`` (about 2 s on 2 CPU cores, 5 s on an H200 host), on the first trial's
+    critical path.  The controllers are then this process's: they end with it.
+    """
+
+    def __init__(self, storage_path: str, collective_timeout_s: int):
+        self.storage_path, self.collective_timeout_s = storage_path, collective_timeout_s
+        self.threads: list[threading.Thread] = []
+
+    def start(self, params: dict, name: str, group) -> None:
+        """Start the Train run named ``name`` whose workers serve ``group``'s trials."""
+        trainer = torch_trainer(
+            TrialParams.from_dict(params),
+            serve_trials_per_worker,
+            {"group": group},
+            name,
+            self.storage_path,
+            self.collective_timeout_s,
+            callbacks=[GroupReportCallback(group)],
+        )
+        thread = threading.Thread(target=fit_then_end, args=(trainer, group), name=name, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def host(self, pool) -> None:
+        """Start the runs of the groups ``pool`` makes, until it closes (a thread's loop)."""
+        while True:
+            made, closing = ray.get(pool.unhosted.remote())
+            for params, name, group in made:
+                self.start(params, name, group)
+            if closing:
+                return
+
+    def wait(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def fit_then_end(trainer, group) -> None:
+    failure = None
+    try:
+        trainer.fit()
+    except Exception as e:  # the trial in flight gets it (its driver re-raises it)
+        failure = e
+    group.end.remote(failure)
+
+
+@ray.remote(num_cpus=0, max_concurrency=8)
+class GroupPool:
+    """The sweep's worker groups, idle ones by shape; the groups it makes are hosted by ``TrainRuns``."""
+
+    def __init__(self, sweep: str, started: tuple | None):
+        self.sweep = sweep
         self.groups: dict[str, object] = {}  # by name: every group not yet dropped
         self.idle: dict[tuple, list[str]] = defaultdict(list)
         self.busy: dict[str, tuple] = {}  # name: shape
+        self.made: list[tuple] = []  # (params, name, group) whose Train runs are not started yet
+        self.closing = False
+        # Held by every call: unhosted() waits here for news while drivers acquire and release.
+        self.changed = threading.Condition()
         if started is not None:
             params, name, handle = started
             self.groups[name] = handle
             self.idle[shape_of(TrialParams.from_dict(params))].append(name)
 
-    def start_group(self, params: dict) -> str:
-        name = group_name(self.sweep)
-        self.groups[name] = TrialGroup.remote(params, name, self.storage_path, self.collective_timeout_s)
-        return name
-
     def acquire(self, params: dict) -> tuple:
         """An idle group of this shape, or a new one once idle groups of other shapes have let go of their devices."""
         shape = shape_of(TrialParams.from_dict(params))
-        if self.idle[shape]:
-            name = self.idle[shape].pop()
-        else:
-            for names in self.idle.values():
-                for other in names:
-                    self.groups.pop(other).stop.remote()
-            self.idle.clear()
-            name = self.start_group(params)
-        self.busy[name] = shape
-        return self.groups[name], name
+        with self.changed:
+            if self.idle[shape]:
+                name = self.idle[shape].pop()
+            else:
+                for names in self.idle.values():
+                    for other in names:
+                        self.groups.pop(other).stop.remote()
+                self.idle.clear()
+                name = group_name(self.sweep)
+                self.groups[name] = TrialGroup.remote()
+                self.made.append((params, name, self.groups[name]))
+                self.changed.notify_all()
+            self.busy[name] = shape
+            return self.groups[name], name
+
+    def unhosted(self) -> tuple[list[tuple], bool]:
+        """The groups made since the last call (their runs to start), and whether the pool is closing."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.made or self.closing, timeout=POLL_S)
+            made, self.made = self.made, []
+            return made, self.closing
 
     def release(self, name: str, alive: bool) -> None:
         """Keep a live group for its shape's next trial, unless a group of another shape is running: that
         one may be waiting for the devices this one holds (started while this one was busy)."""
-        shape = self.busy.pop(name)
-        if alive and all(other == shape for other in self.busy.values()):
-            self.idle[shape].append(name)
-        else:
-            self.groups.pop(name).stop.remote()
+        with self.changed:
+            shape = self.busy.pop(name)
+            if alive and all(other == shape for other in self.busy.values()):
+                self.idle[shape].append(name)
+            else:
+                self.groups.pop(name).stop.remote()
 
-    def close(self, timeout_s: float = 30.0) -> None:
-        """End every group's run (the sweep is over)."""
-        handles = list(self.groups.values())
-        for handle in handles:
-            handle.stop.remote()
-        if handles:
-            ray.wait([h.wait_ended.remote(timeout_s) for h in handles], num_returns=len(handles))
-        self.groups.clear()
-        self.idle.clear()
-        self.busy.clear()
+    def close(self) -> None:
+        """Stop every group (the sweep is over); their runs end once their workers return."""
+        with self.changed:
+            for handle in self.groups.values():
+                handle.stop.remote()
+            self.groups.clear()
+            self.idle.clear()
+            self.busy.clear()
+            self.closing = True
+            self.changed.notify_all()
 
 
 @contextmanager
@@ -196,23 +247,32 @@ def group_pool(
 ) -> Iterator[None]:
     """The pool of a Tune run of ``sweep``'s trials, while it runs; every group's run ends with it.
 
-    Owned by the calling process (the CLI's), so its groups also end where that process is killed.
-    ``prestart``: the parameters of a trial whose group to start now, before any trial asks for it.
-    This process starts that group itself, beside the pool rather than after the pool's own start
-    and imports.
+    The pool is owned by the calling process (the CLI's) and the groups' Train runs go on in it
+    (``TrainRuns``), so they also end where that process is killed.  ``prestart``: the parameters of
+    a trial whose group to start now, before any trial asks for it.
     """
+    runs = TrainRuns(storage_path, collective_timeout_s)
     started = None
     if prestart is not None:
         name = group_name(sweep)
-        started = (prestart, name, TrialGroup.remote(prestart, name, storage_path, collective_timeout_s))
-    pool = GroupPool.options(name=pool_name(sweep)).remote(sweep, storage_path, collective_timeout_s, started)
+        started = (prestart, name, TrialGroup.remote())
+        runs.start(*started)
+    pool = GroupPool.options(name=pool_name(sweep)).remote(sweep, started)
+    host = threading.Thread(target=runs.host, args=(pool,), name=f"{sweep}-group-runs", daemon=True)
+    host.start()
     try:
         yield
     finally:
         ray.get(pool.close.remote())
+        host.join()
+        runs.wait(CLOSE_TIMEOUT_S)
         ray.kill(pool)
         if started is not None:  # this process owns it: killing the pool does not end it
             ray.kill(started[2])
+
+
+# How long a sweep's end waits for its groups' runs to end (their workers return once idle).
+CLOSE_TIMEOUT_S = 30.0
 
 
 def group_name(sweep: str) -> str:

@@ -176,6 +176,10 @@ class TrialParams:
             return self.global_batch // (self.grad_accum_steps * self.data_parallel_size)
         return self.micro_batch_per_worker
 
+    def batch_label(self, sep: str) -> str:
+        """``w2{sep}mb64{sep}acc1``: ranks, the micro batch each rank trains (resolved), accumulation steps."""
+        return sep.join([f"w{self.num_workers}", f"mb{self.effective_micro_batch}", f"acc{self.grad_accum_steps}"])
+
     @property
     def train_batch_size(self) -> int:
         """DeepSpeed's ``train_batch_size``: micro batch x accumulation x data-parallel replicas."""

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, TextIO
 
 from ray.tune import Callback
 
+from raysweep.params import TrialParams
+
 if TYPE_CHECKING:
     from raysweep.sweep_metrics import SweepMetrics
 
@@ -81,11 +83,11 @@ def plain(text: str) -> str:
 
 
 def trial_label(trial) -> str:
-    params = trial.config.get("params", {})
-    return (
-        f"{trial.trial_id} (w{params.get('num_workers', '?')} mb{params.get('micro_batch_per_worker', '?')} "
-        f"acc{params.get('grad_accum_steps', '?')})"
-    )
+    """``<trial_id> (w2 mb64 acc1)``, with the micro batch each rank trains (a fixed global batch sets it)."""
+    params = trial.config.get("params")
+    if params is None:
+        return trial.trial_id
+    return f"{trial.trial_id} ({TrialParams.from_dict(params).batch_label(' ')})"
 
 
 def reached_last_epoch(last: dict) -> bool:

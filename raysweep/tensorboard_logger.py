@@ -40,7 +40,7 @@ EXTRA_NAME_PARAMS = {
 
 def run_name(trial_id: str, params: TrialParams) -> str:
     """``<trial_id>-w2-mb64-acc1``, then any of EXTRA_NAME_PARAMS that is not at its default."""
-    parts = [trial_id, f"w{params.num_workers}", f"mb{params.effective_micro_batch}", f"acc{params.grad_accum_steps}"]
+    parts = [trial_id, params.batch_label("-")]
     defaults = TrialParams()
     for key, prefix in EXTRA_NAME_PARAMS.items():
         value = getattr(params, key)

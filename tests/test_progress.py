@@ -16,6 +16,7 @@ from raysweep.progress import (
     estimate_remaining,
     format_duration,
     status_line,
+    trial_label,
 )
 from raysweep.sweep_metrics import SweepMetrics
 from raysweep.tensorboard_logger import run_name
@@ -128,6 +129,14 @@ def test_plain_log_has_whole_lines_without_control_characters():
     assert any("trial a (w2 mb16 acc1) started" in line for line in lines)
     assert any("trial b failed: RuntimeError boom" in line for line in lines)  # flattened, no ESC
     assert "sweep finished | 2/2 done (1 completed, 1 failed), 0 running, 0 pending | best 130.0" in lines[-1]
+
+
+def test_trial_label_names_the_micro_batch_a_fixed_global_batch_gives_each_rank():
+    # strong_scaling fixes global_batch 256: at 2 ranks each trains 128, whatever micro_batch_per_worker says
+    params = TrialParams(num_workers=2, micro_batch_per_worker=32, global_batch=256).to_dict()
+    trial = SimpleNamespace(trial_id="t1", config={"params": params})
+    assert trial_label(trial) == "t1 (w2 mb128 acc1)"
+    assert trial_label(SimpleNamespace(trial_id="t2", config={})) == "t2"
 
 
 def test_plain_log_heartbeat_at_most_every_interval():

@@ -414,6 +414,9 @@ def economy_section(analysis: SweepAnalysis) -> list[Block]:
         f"Duty cycle {economy['duty_cycle']:.0%}: timed rank-seconds over the sweep's wall time "
         f"({economy.get('wall_s', float('nan')):.4g} s) × {economy.get('devices', '?')} device(s)"
     )
+    from_launch = economy.get("duty_cycle_from_launch")
+    if from_launch is not None:
+        text += f"; {from_launch:.0%} from the sweep's launch ({economy['launch_wall_s']:.4g} s)"
     if setup is not None:
         text += f"; median trial setup {setup:.3g} s"
     later = economy.get("median_later_setup_s")

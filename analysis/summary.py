@@ -20,6 +20,7 @@ def build_summary(analysis: SweepAnalysis, plots: Plots) -> dict[str, Any]:
         "sweep_dir": str(data.sweep_dir),
         "completed_trials": len(data.trials),
         "left_out": data.left_out,
+        "economy": data.manifest.get("economy"),  # sweep.json's: duty cycle and setup times (None without one)
         "headlines": headlines(analysis),
         "groups": [
             {

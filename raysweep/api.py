@@ -11,21 +11,21 @@ The command line (``python -m raysweep.tune``) is a thin layer over these functi
 from __future__ import annotations
 
 import functools
+import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from raysweep.checks import check_trial
-from raysweep.cluster import check_reachable
+from raysweep.cluster import check_local_fit, check_reachable
 from raysweep.errors import UsageError
 from raysweep.max_batch import SearchLimits, configurations, max_batch_path
 from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
-from raysweep.plan import local_capacity, plan_trials
 from raysweep.space import SearchSpace, load_space, space_from_mapping
 from raysweep.store import ResultStore, check_name, read_table
 
@@ -79,11 +79,12 @@ def run_sweep(
 ) -> SweepResult:
     """Run ``space`` (a bundled name, a YAML path, or a mapping with a space file's keys) and return its tables.
 
-        ``overrides`` sets trial parameters as ``--set`` does (a list makes an axis). ``find_max_batch`` (True,
-        or ``SearchLimits`` to bound the search) first finds each configuration's largest micro batch that fits
-        and sweeps the grid clipped to it (``<sweep>/max_batch/``). ``share_workers=False`` gives every trial
-    fresh worker processes (``--no-shared-workers``). Everything is checked before Ray starts;
-        bad input raises ``UsageError``.
+    ``overrides`` sets trial parameters as ``--set`` does (a list makes an axis). ``find_max_batch`` (True,
+    or ``SearchLimits`` to bound the search) first finds each configuration's largest micro batch that fits
+    and sweeps the grid clipped to it (``<sweep>/max_batch/``). ``share_workers=False`` gives every trial
+    fresh worker processes (``--no-shared-workers``). Bad input raises ``UsageError``: options and values
+    before Ray starts; models, datasets and data files while the first trial's workers start (then Ray
+    stops and nothing is left behind).
     """
     options = SweepOptions(
         results_dir=str(results_dir),
@@ -113,13 +114,17 @@ def resolve_space(space: str | Path | Mapping[str, Any], overrides: Mapping[str,
 
 
 def check_space(space: SearchSpace, options: SweepOptions) -> list[TrialParams]:
-    """The options and every trial's values, names and (for a local cluster) data files."""
+    """The options and every trial's values: what can be checked without torch or timm, before Ray starts.
+
+    Models, datasets and (for a local cluster) data files are planning's checks (``checks.check_trial``),
+    made on the started cluster while the first trial's workers start.
+    """
     options.check()
     if options.address:
         check_reachable(options.address)  # before anything is written: a dead address leaves no sweep dir
     trials = space.expand()
     for params in trials:
-        check_trial(params, local_files=not options.address)
+        params.validate()
     if options.find_max_batch is not None:
         configurations(trials)  # refuses a space whose global_batch fixes the micro batch
     return trials
@@ -139,13 +144,18 @@ def sweep_name(space: SearchSpace, options: SweepOptions) -> str:
 
 
 def run_planned(options: SweepOptions, space: SearchSpace) -> SweepResult:
-    """Check, plan for the cluster, prepare the sweep directory, run, and return the result."""
+    """Check, prepare the sweep directory, run (planning on the started cluster), and return the result.
+
+    Input that planning refuses leaves nothing behind: the directories this call made are removed.
+    """
+    launched_at = datetime.now(timezone.utc)
     static = check_space(space, options)
     if needs_missing_gpu(space, options):
         raise UsageError(f"space {space.name} needs a GPU and this machine has none")
+    if not options.address:
+        check_local_fit(static)
     sweep = sweep_name(space, options)
-    capacity = None if options.address else local_capacity(static, None)
-    trials, notes = plan_trials(space, capacity) if capacity else (None, [])
+    made = first_missing(Path(options.results_dir) / sweep)
     store = prepare_results_dir(options.results_dir, sweep)
     from raysweep.sweep import run_sweep as run_on_ray
 
@@ -154,8 +164,23 @@ def run_planned(options: SweepOptions, space: SearchSpace) -> SweepResult:
         from raysweep.max_batch_run import FitToEdges
 
         fit_batches = FitToEdges(options, store, options.find_max_batch)
-    report = run_on_ray(options, space, sweep, store, trials, notes, fit_batches)
+    try:
+        report = run_on_ray(options, space, sweep, store, static, launched_at, fit_batches)
+    except UsageError:
+        if made is not None and not (store.root / "sweep.json").exists():
+            shutil.rmtree(made, ignore_errors=True)  # refused before the sweep began
+        raise
     return SweepResult(store.root, report)
+
+
+def first_missing(path: Path) -> Path | None:
+    """The outermost directory of ``path`` that does not exist yet (what creating it would make)."""
+    missing = None
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            break
+        missing = candidate
+    return missing
 
 
 def resume_sweep(path: str | Path, options: SweepOptions) -> SweepResult:

@@ -180,7 +180,6 @@ def start_local(num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: boo
     import ray
 
     stop_orphaned_local_ray()
-    build_cpu_comm_op_once()
     # On a small, busy machine the dashboard's modules can take longer than Ray's 30 s to come up,
     # and then ray.init fails the whole sweep; give them time.
     os.environ.setdefault("RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "180")
@@ -193,6 +192,8 @@ def start_local(num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: boo
         logging_level="WARNING",
         log_to_driver=True,
     )
+    if not ray.cluster_resources().get("GPU"):  # Ray's device count: no torch import before Ray starts
+        build_cpu_comm_op_once()
     session = ray.get_runtime_context().gcs_address
     LOCAL_STATE.write_text(
         json.dumps(
@@ -206,18 +207,14 @@ def start_local(num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: boo
 
 
 def build_cpu_comm_op_once() -> None:
-    """On a machine without GPUs, build DeepSpeed's CPU communication op now, saying so, if it is not built yet.
+    """For a local Ray without GPUs, build DeepSpeed's CPU communication op now, saying so, if it is not built yet.
 
     Every CPU rank loads DeepSpeed's shared-memory op; the first load on a machine compiles it
-    (about a minute, then cached by torch.utils.cpp_extension). Done here, once, the user is
-    told what the wait is, and no trial's setup time includes a compiler run.
+    (about a minute, then cached by torch.utils.cpp_extension). Done here, once, before any trial's
+    workers start, the user is told what the wait is, and no trial's setup time includes a compiler run.
     """
-    import torch
-
-    if torch.cuda.device_count():
-        return
-    # DeepSpeed would pick its CPU accelerator anyway, but warn on every rank that it found no GPU;
-    # the local Ray's workers inherit this process's environment.
+    # DeepSpeed would pick its CPU accelerator anyway, but warn that it found no GPU (the ranks are
+    # told too: train_run.worker_env).
     os.environ.setdefault("DS_ACCELERATOR", "cpu")
     from trainers.quiet import quiet_noise_logs
 

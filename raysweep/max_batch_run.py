@@ -30,7 +30,7 @@ from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
 from raysweep.recorder import ResultTablesCallback
 from raysweep.store import ResultStore, atomic_write_table
-from raysweep.sweep import fit_trials, trials_tuner
+from raysweep.sweep import fit_trials, trials_tuner, worker_groups
 
 
 class ProbeRounds:
@@ -48,7 +48,9 @@ class ProbeRounds:
         # this search's, and Tune would take the directory for an experiment to continue.
         shutil.rmtree(probes.root, ignore_errors=True)
         tuner = trials_tuner(self.options, probes, trials, [ResultTablesCallback(probes)])
-        fit_trials(tuner, probes, self.options, first_trial=trials[0])
+        with worker_groups(self.options, probes) as groups:
+            groups.prestart(trials[0])
+            fit_trials(tuner)
         outcomes = outcomes_of(trials, probes.read("trials").to_pylist())
         print(round_line(self.rounds, trials, outcomes), flush=True)
         return outcomes

@@ -32,6 +32,19 @@ def plan_trials(
     return trials, notes
 
 
+def first_trial(space: SearchSpace, capacity: Capacity) -> TrialParams | None:
+    """The trial a sweep starts first: the space's first that fits, resolved as ``plan_trials`` resolves it.
+
+    Read off the values alone (no registry or file checks), so that its workers can start while the
+    planning checks run.
+    """
+    for params in space.expand():
+        params = params.resolve(cluster_has_gpus=capacity.total_gpus > 0)
+        if capacity.place(Demand.of(params)) is not None:
+            return params
+    return None
+
+
 def swept_values(space: SearchSpace, params: TrialParams) -> str:
     """The trial's axis values (and its size), enough to tell which grid point was dropped."""
     names = dict.fromkeys(["num_workers", "placement_strategy", *(k for grid in space.grids for k in grid)])

@@ -7,6 +7,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,7 +20,7 @@ from raysweep.cluster import DRIVER_CPU, Capacity
 from raysweep.economy import economy_line, sweep_economy
 from raysweep.options import SweepOptions
 from raysweep.params import TrialParams
-from raysweep.plan import plan_trials, trial_table
+from raysweep.plan import first_trial, plan_trials, trial_table
 from raysweep.progress import ProgressCallback
 from raysweep.ray_logs import logs_location, plain_log_output, quiet_forwarded_logs
 from raysweep.recorder import ResultTablesCallback
@@ -30,8 +31,8 @@ from raysweep.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.tensorboard_logger import TensorBoardCallback
 from raysweep.text_table import format_table
 from raysweep.trackers import tracker_callbacks
-from raysweep.train_run import start_train_coordinator
-from raysweep.worker_groups import group_pool
+from raysweep.train_run import import_train_torch_in_background
+from raysweep.worker_groups import WorkerGroups, group_pool
 
 
 def run_sweep(
@@ -39,45 +40,66 @@ def run_sweep(
     space: SearchSpace,
     sweep: str,
     store: ResultStore,
-    trials: list[TrialParams] | None,
-    notes: list[str],
+    static: list[TrialParams],
+    launched_at: datetime,
     fit_batches: FitBatches | None = None,
 ) -> Path | None:
-    """Run the planned trials (planned here when joining a cluster); the report's path, if one was written.
+    """Start or join the cluster, plan the trials for it, run them; the report's path, if one was written.
 
-    ``fit_batches`` (``--find-max-batch``) runs on the connected cluster before the sweep and returns the
-    trials to run instead, with notes.
+    ``static``: the space's trials, their values checked (they size a local Ray). The first trial's
+    worker group starts as soon as Ray is up, so that its processes' start (imports, placement group,
+    process group: most of a first trial's setup) overlaps planning, whose checks of models, datasets
+    and files import torch and timm; a trial they refuse raises ``UsageError`` before ``sweep.json`` is
+    written (``api.run_planned`` then removes the directories it made). ``fit_batches``
+    (``--find-max-batch``) runs on the connected cluster after planning and returns the trials to run
+    instead, with notes; the first group then starts after its search.
     """
-    connect(options, options.address, trials or [])
     try:
-        if options.address:
-            trials, notes = plan_trials(space, Capacity.of_cluster())
-        if fit_batches is not None:
-            trials, fitted_notes = fit_batches(trials)
-            notes = [*notes, *fitted_notes]
-        for note in notes:
-            print(note)
-        print(trial_table(trials))
-        for line in watch_hints(store.root):
-            print(line)
-        store.write_sweep_json(
-            {
-                "sweep": sweep,
-                "space": space.name,
-                "description": space.description,
-                "argv": list(options.command or sys.argv),
-                "versions": versions(),
-                "cluster": {"address": options.address or "local", "resources": ray.cluster_resources()},
-                "trials": [t.to_dict() for t in trials],
-                "notes": notes,
-                "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            }
-        )
-        callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))]
-        tuner = trials_tuner(options, store, trials, callbacks)
-        return fit_and_summarise(tuner, store, options, first_trial=trials[0])
+        import_train_torch_in_background()
+        connect(options, options.address, static)
+        with worker_groups(options, store) as groups:
+            trials, notes = plan_on_cluster(options, space, groups, fit_batches)
+            for line in [*notes, trial_table(trials), *watch_hints(store.root)]:
+                print(line)
+            store.write_sweep_json(sweep_manifest(options, space, sweep, trials, notes))
+            callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))]
+            started = time.time()
+            fit_trials(trials_tuner(options, store, trials, callbacks))
+        return summarise(store, options, time.time() - started, launched_at)
     finally:
         ray.shutdown()
+
+
+def plan_on_cluster(
+    options: SweepOptions, space: SearchSpace, groups: WorkerGroups, fit_batches: FitBatches | None
+) -> tuple[list[TrialParams], list[str]]:
+    """The trials to run and notes, for the connected cluster; the first trial's group starts first."""
+    capacity = Capacity.of_cluster()
+    if fit_batches is None:
+        groups.prestart(first_trial(space, capacity))
+    trials, notes = plan_trials(space, capacity, local_files=not options.address)
+    if fit_batches is None:
+        return trials, notes
+    trials, fitted_notes = fit_batches(trials)  # its probes need the devices: the first group starts after
+    groups.prestart(trials[0])
+    return trials, [*notes, *fitted_notes]
+
+
+def sweep_manifest(
+    options: SweepOptions, space: SearchSpace, sweep: str, trials: list[TrialParams], notes: list[str]
+) -> dict:
+    """``sweep.json`` as a sweep starts (its ``economy`` is added at the end)."""
+    return {
+        "sweep": sweep,
+        "space": space.name,
+        "description": space.description,
+        "argv": list(options.command or sys.argv),
+        "versions": versions(),
+        "cluster": {"address": options.address or "local", "resources": ray.cluster_resources()},
+        "trials": [t.to_dict() for t in trials],
+        "notes": notes,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
 
 
 def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
@@ -85,17 +107,21 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
     info = store.read_sweep_json()
     recorded = info.get("cluster", {}).get("address", "local")
     address = options.address or (None if recorded == "local" else recorded)
-    connect(options, address, [TrialParams.from_dict(t) for t in info.get("trials", [])])
     try:
+        connect(options, address, [TrialParams.from_dict(t) for t in info.get("trials", [])])
         print(f"resuming sweep {store.sweep}: {len(store.finished_params())} trials already have rows")
-        tuner = tune.Tuner.restore(
-            str(store.root / TUNE_DIR),
-            trainable=trainable(),
-            resume_unfinished=True,
-            resume_errored=False,
-            restart_errored=options.retry_failed,
-        )
-        return fit_and_summarise(tuner, store, options)
+        with worker_groups(options, store):
+            tuner = tune.Tuner.restore(
+                str(store.root / TUNE_DIR),
+                trainable=trainable(),
+                resume_unfinished=True,
+                resume_errored=False,
+                restart_errored=options.retry_failed,
+            )
+            started = time.time()
+            fit_trials(tuner)
+        # its trials' rows span the runs before it: a wall from this launch would not measure them
+        return summarise(store, options, time.time() - started, launched_at=None)
     finally:
         ray.shutdown()
 
@@ -106,6 +132,11 @@ TUNE_DIR = "_tune"
 def train_storage(store: ResultStore) -> str:
     """Where Ray Train keeps its runs (checkpoints, fault markers): beside Tune's state in the sweep."""
     return str((store.root / "_ray").resolve())
+
+
+def worker_groups(options: SweepOptions, store: ResultStore):
+    """The worker-group pool of a Tune run under ``store`` (a context manager: ``group_pool``)."""
+    return group_pool(store.sweep, train_storage(store), options.collective_timeout, options.share_workers)
 
 
 # Trials in, the trials to sweep and notes out; called once the cluster is connected.
@@ -192,28 +223,18 @@ def tune_environment() -> None:
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 
-def fit_and_summarise(
-    tuner: tune.Tuner, store: ResultStore, options: SweepOptions, first_trial: TrialParams | None = None
-) -> Path | None:
-    started = time.time()
-    fit_trials(tuner, store, options, first_trial)
-    economy = sweep_economy(store.read("trials"), available_devices())
+def summarise(store: ResultStore, options: SweepOptions, elapsed: float, launched_at: datetime | None) -> Path | None:
+    """The economy into sweep.json, the summary table and line; the report's path, if one was written."""
+    economy = sweep_economy(store.read("trials"), available_devices(), launched_at)
     store.write_sweep_json({**store.read_sweep_json(), "economy": economy})
-    print_summary(store, time.time() - started, economy)
+    print_summary(store, elapsed, economy)
     return print_report(store) if options.report else None
 
 
-def fit_trials(tuner: tune.Tuner, store: ResultStore, options: SweepOptions, first_trial: TrialParams | None) -> None:
-    """``tuner.fit()`` beside the worker-group pool its trials use.
-
-    With shared workers the first trial's group starts while Tune starts the trial; in either mode Ray
-    Train's autoscaling coordinator does, which every Train run's controller waits on as it starts.
-    """
+def fit_trials(tuner: tune.Tuner) -> None:
+    """``tuner.fit()``, inside the ``group_pool`` its trials use."""
     tune_environment()
-    start_train_coordinator()
-    prestart = first_trial.to_dict() if first_trial and options.share_workers else None
-    with group_pool(store.sweep, train_storage(store), options.collective_timeout, prestart):
-        tuner.fit()
+    tuner.fit()
 
 
 def versions() -> dict[str, str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -60,6 +62,21 @@ def torch_trainer(
 def worker_env(params: TrialParams) -> dict[str, str]:
     """DeepSpeed picks its accelerator from the environment; on CPU it must be told."""
     return {"DS_ACCELERATOR": "cuda"} if params.device == "gpu" else {"DS_ACCELERATOR": "cpu"}
+
+
+def import_train_torch_in_background() -> threading.Thread:
+    """Import ``ray.train.torch`` (and so torch) on a thread: call it just before ``ray.init``.
+
+    The first group's ``TorchTrainer`` is made in this process as soon as Ray is up; its import (3-6 s on
+    an H200 host) would come first on that group's critical path.  ``ray.init`` mostly waits for the
+    processes it starts, so an import beside it costs little; the trainer's own import then finds the
+    module loaded (or waits for it: Python's import lock).
+    """
+    thread = threading.Thread(
+        target=importlib.import_module, args=("ray.train.torch",), name="import-ray-train-torch", daemon=True
+    )
+    thread.start()
+    return thread
 
 
 def start_train_coordinator() -> ray.actor.ActorHandle:

@@ -37,7 +37,7 @@ from ray.train.v2.api.callback import UserCallback
 from raysweep.errors import is_out_of_memory
 from raysweep.params import TrialParams
 from raysweep.schema import TRIAL_ID_KEY
-from raysweep.train_run import shape_of, torch_trainer
+from raysweep.train_run import shape_of, start_train_coordinator, torch_trainer
 
 # A call that waits for news (a worker's next trial, a driver's next report) returns empty after
 # this long, so that no actor thread is held for ever by a caller that went away.
@@ -180,7 +180,7 @@ def fit_then_end(trainer, group) -> None:
 class GroupPool:
     """The sweep's worker groups, idle ones by shape; the groups it makes are hosted by ``TrainRuns``."""
 
-    def __init__(self, sweep: str, started: tuple | None):
+    def __init__(self, sweep: str):
         self.sweep = sweep
         self.groups: dict[str, object] = {}  # by name: every group not yet dropped
         self.idle: dict[tuple, list[str]] = defaultdict(list)
@@ -189,9 +189,11 @@ class GroupPool:
         self.closing = False
         # Held by every call: unhosted() waits here for news while drivers acquire and release.
         self.changed = threading.Condition()
-        if started is not None:
-            params, name, handle = started
-            self.groups[name] = handle
+
+    def adopt(self, params: dict, name: str, group) -> None:
+        """Keep a group started before any trial asked (its run already going) for its shape's first trial."""
+        with self.changed:
+            self.groups[name] = group
             self.idle[shape_of(TrialParams.from_dict(params))].append(name)
 
     def acquire(self, params: dict) -> tuple:
@@ -241,34 +243,53 @@ class GroupPool:
             self.changed.notify_all()
 
 
+class WorkerGroups:
+    """What a sweep's process holds of its pool: the pool, the Train runs it hosts, the groups it started itself."""
+
+    def __init__(self, sweep: str, runs: TrainRuns, pool, share: bool):
+        self.sweep, self.runs, self.pool, self.share = sweep, runs, pool, share
+        self.owned: list = []  # groups this process made: killing the pool does not end them
+
+    def prestart(self, params: TrialParams | None) -> None:
+        """Start the group of a trial of this shape now, before any trial asks for it (with shared workers)."""
+        if params is None or not self.share:
+            return
+        started = (params.to_dict(), group_name(self.sweep), TrialGroup.remote())
+        self.runs.start(*started)
+        self.owned.append(started[2])
+        # waited for: a driver's acquire, from another process, must find it
+        ray.get(self.pool.adopt.remote(*started))
+
+
 @contextmanager
-def group_pool(
-    sweep: str, storage_path: str, collective_timeout_s: int, prestart: dict | None = None
-) -> Iterator[None]:
+def group_pool(sweep: str, storage_path: str, collective_timeout_s: int, share: bool) -> Iterator[WorkerGroups]:
     """The pool of a Tune run of ``sweep``'s trials, while it runs; every group's run ends with it.
 
     The pool is owned by the calling process (the CLI's) and the groups' Train runs go on in it
-    (``TrainRuns``), so they also end where that process is killed.  ``prestart``: the parameters of
-    a trial whose group to start now, before any trial asks for it.
+    (``TrainRuns``), so they also end where that process is killed.  Ray Train's autoscaling
+    coordinator starts first: every Train run's controller (a group's, or a trial's own with
+    ``share=False``) waits on it as it starts.  Left by an exception (input the planning checks
+    refused, an interrupt), the pool does not wait for its groups' workers: the caller's
+    ``ray.shutdown`` ends them.
     """
+    start_train_coordinator()
     runs = TrainRuns(storage_path, collective_timeout_s)
-    started = None
-    if prestart is not None:
-        name = group_name(sweep)
-        started = (prestart, name, TrialGroup.remote())
-        runs.start(*started)
-    pool = GroupPool.options(name=pool_name(sweep)).remote(sweep, started)
+    pool = GroupPool.options(name=pool_name(sweep)).remote(sweep)
     host = threading.Thread(target=runs.host, args=(pool,), name=f"{sweep}-group-runs", daemon=True)
     host.start()
+    groups = WorkerGroups(sweep, runs, pool, share)
+    finished = False
     try:
-        yield
+        yield groups
+        finished = True
     finally:
         ray.get(pool.close.remote())
         host.join()
-        runs.wait(CLOSE_TIMEOUT_S)
+        if finished:
+            runs.wait(CLOSE_TIMEOUT_S)
         ray.kill(pool)
-        if started is not None:  # this process owns it: killing the pool does not end it
-            ray.kill(started[2])
+        for group in groups.owned:
+            ray.kill(group)
 
 
 # How long a sweep's end waits for its groups' runs to end (their workers return once idle).

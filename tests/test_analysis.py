@@ -842,6 +842,8 @@ def test_energy_max_batch_economy_and_sequence_parallel_are_reported_when_presen
                     "duty_cycle": 0.42,
                     "median_setup_s": 3.0,
                     "median_later_setup_s": 1.5,
+                    "launch_wall_s": 120.0,
+                    "duty_cycle_from_launch": 0.35,
                     "devices": 2,
                 },
             }
@@ -851,11 +853,15 @@ def test_energy_max_batch_economy_and_sequence_parallel_are_reported_when_presen
     (pair,) = analysis.sequence_parallel.to_dict("records")
     assert (pair["sp_peak_mem_gib"], pair["dp_peak_mem_gib"]) == (1.25, 2.0)
     assert (pair["sp_throughput_per_gpu"], pair["dp_throughput_per_gpu"]) == (200.0, 450.0)
-    text = analyze(store.root).read_text(encoding="utf-8")
+    report = analyze(store.root)
+    text = report.read_text(encoding="utf-8")
+    summary = json.loads((report.parent / "summary.json").read_text(encoding="utf-8"))
+    assert summary["economy"]["duty_cycle"] == 0.42 and summary["economy"]["duty_cycle_from_launch"] == 0.35
     assert "**Question:** which batch?" in text
     assert "Fewest joules per sample: micro batch 32 (0.5 J/sample" in text and "joules_per_sample.png" in text
     assert "| model=vit_micro precision=fp32 | 512 | 7.5 | 1234 |" in text
-    assert "Duty cycle 42%" in text and "median trial setup 3 s (1.5 s after the first)" in text
+    assert "Duty cycle 42%" in text and "35% from the sweep's launch (120 s)" in text
+    assert "median trial setup 3 s (1.5 s after the first)" in text
     assert "| mfu |" in text or "mfu" in text.split("## Trials")[1]
 
 

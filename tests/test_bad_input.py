@@ -72,7 +72,7 @@ def test_bad_flags_are_one_line_exit_2(capsys, tmp_path, argv, fragment):
     assert not (tmp_path / "r").exists()
 
 
-def test_cifar_dir_without_cifar_files_is_refused_before_start(capsys, tmp_path):
+def test_cifar_dir_without_cifar_files_is_refused(capsys, tmp_path):
     (tmp_path / "data").mkdir()
     code = tune_main(
         [
@@ -84,6 +84,7 @@ def test_cifar_dir_without_cifar_files_is_refused_before_start(capsys, tmp_path)
             str(tmp_path / "data"),
             "--results-dir",
             str(tmp_path / "r"),
+            "--dry-run",
         ]
     )
     one_line_exit_2(capsys, code, "cifar-10-batches-py lacks data_batch_1")

@@ -137,10 +137,9 @@ def assert_usage_error(capsys, results, argv: list[str], fragment: str) -> None:
     assert not results.exists()
 
 
+# Refused before Ray starts: options and values.
 BAD_INPUT = {
     "unknown space": (["--space", "no_such_space"], "unknown space 'no_such_space'; bundled spaces: "),
-    "unknown model": (["--space", "batch_grid", "--model", "vit_nope_xyz"], "model='vit_nope_xyz'"),
-    "unknown dataset": (["--space", "batch_grid", "--dataset", "imagenet21k"], "dataset='imagenet21k'"),
     "zero micro batch": (
         ["--space", "batch_grid", "--set", "micro_batch_per_worker=0"],
         "micro_batch_per_worker must be a positive integer, got 0",
@@ -169,11 +168,28 @@ BAD_INPUT = {
 }
 
 
+# Refused by planning: models, datasets, data files and what the cluster holds. A dry run plans
+# without Ray; a sweep plans on its started cluster (tests/integration/test_bad_cluster.py runs those).
+PLANNING_ERRORS = {
+    "unknown model": (["--space", "batch_grid", "--model", "vit_nope_xyz"], "model='vit_nope_xyz'"),
+    "unknown dataset": (["--space", "batch_grid", "--dataset", "imagenet21k"], "dataset='imagenet21k'"),
+    "missing cifar data dir": (
+        ["--space", "batch_grid", "--dataset", "cifar10", "--data-dir", "/nonexistent"],
+        "data_dir /nonexistent is not a directory",
+    ),
+}
+
+
 @pytest.mark.parametrize(("argv", "fragment"), list(BAD_INPUT.values()), ids=list(BAD_INPUT))
 @pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
 def test_bad_input_is_one_line_exit_2_and_creates_nothing(capsys, monkeypatch, results, argv, fragment, dry_run):
     monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
     assert_usage_error(capsys, results, argv + (["--dry-run"] if dry_run else []), fragment)
+
+
+@pytest.mark.parametrize(("argv", "fragment"), list(PLANNING_ERRORS.values()), ids=list(PLANNING_ERRORS))
+def test_input_planning_refuses_is_one_line_exit_2_in_a_dry_run(capsys, results, argv, fragment):
+    assert_usage_error(capsys, results, [*argv, "--dry-run"], fragment)
 
 
 def test_malformed_yaml_file_names_the_file_and_line(capsys, tmp_path, results):
@@ -193,12 +209,11 @@ def test_missing_yaml_file_is_named(capsys, tmp_path, results):
 
 
 @pytest.mark.skipif(HAS_GPU, reason="needs a machine without GPUs")
-def test_trial_needing_more_gpus_than_the_cluster_fails_before_ray_starts(capsys, results):
-    """plan_trials runs before ray.init and before the results dir is made (the tripwire guards run_sweep)."""
+def test_a_dry_run_of_trials_needing_more_gpus_than_the_machine_has_is_refused(capsys, results):
     assert_usage_error(
         capsys,
         results,
-        ["--space", "batch_grid", "--set", "device=gpu"],
+        ["--space", "batch_grid", "--set", "device=gpu", "--dry-run"],
         "a trial needs 1 x (1 CPU + 1 GPU) PACK but the cluster has",
     )
 
@@ -222,15 +237,6 @@ def test_loopback_dashboard_host_or_token_auth_is_accepted(capsys, monkeypatch, 
         capsys, "--space", "batch_grid", "--dry-run", "--dashboard-host", host, "--results-dir", str(results)
     )
     assert code == 0, err
-
-
-@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
-def test_missing_cifar_data_dir_is_a_usage_error_before_anything_starts(capsys, results, dry_run):
-    """The loader would only fail inside the trial's workers: planning must catch it, dry run or not."""
-    argv = ["--space", "batch_grid", "--dataset", "cifar10", "--data-dir", "/nonexistent"]
-    assert_usage_error(
-        capsys, results, argv + (["--dry-run"] if dry_run else []), "data_dir /nonexistent is not a directory"
-    )
 
 
 def test_cifar_without_any_data_dir_is_a_usage_error(capsys, results):

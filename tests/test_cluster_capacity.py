@@ -164,3 +164,15 @@ def test_local_num_cpus_grows_beyond_the_cores_for_a_big_trial():
     # and the planned local cluster then really holds that trial
     cap = Capacity({"local": {"CPU": float(local_num_cpus(trials)), "GPU": 0.0}})
     assert cap.place(Demand.of(trials[0])) is not None
+
+
+def test_the_first_trial_is_the_first_that_fits_resolved_for_the_cluster():
+    from raysweep.plan import first_trial
+    from raysweep.space import space_from_mapping
+
+    space = space_from_mapping("s", {"axes": {"num_workers": [8, 2, 1]}, "drop_unfit": True}, "test")
+    gpus = Capacity({"a": {"CPU": 16.0, "GPU": 4.0}})
+    first = first_trial(space, gpus)
+    assert (first.num_workers, first.device, first.precision) == (2, "gpu", "bf16")  # 8 ranks do not fit
+    assert first_trial(space, Capacity({"a": {"CPU": 4.0, "GPU": 0.0}})).device == "cpu"
+    assert first_trial(space, Capacity({"a": {"CPU": 0.5, "GPU": 0.0}})) is None

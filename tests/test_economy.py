@@ -43,6 +43,16 @@ def test_duty_cycle_is_timed_rank_seconds_over_wall_times_devices():
     assert economy_line(economy) == "duty cycle 0.45, median setup 6.0 s"
 
 
+def test_from_launch_the_wall_includes_what_came_before_the_first_trial():
+    trials = table_from_rows("trials", [trial(0, 40, 20.0, 10.0), trial(40, 100, 30.0, 4.0)])
+    economy = sweep_economy(trials, devices=1, launched_at=T0 - timedelta(seconds=25))
+    assert economy["wall_s"] == pytest.approx(100.0)
+    assert economy["launch_wall_s"] == pytest.approx(125.0)
+    assert economy["duty_cycle"] == pytest.approx(50 / 100)
+    assert economy["duty_cycle_from_launch"] == pytest.approx(50 / 125)
+    assert economy_line(economy) == "duty cycle 0.50 (0.40 from launch), median setup 7.0 s"
+
+
 def test_cpu_ranks_count_the_cpus_they_hold():
     trials = table_from_rows("trials", [trial(0, 10, 5.0, 1.0, device="cpu", cpus_per_worker=2.0)])
     assert sweep_economy(trials, devices=4)["duty_cycle"] == pytest.approx(5 * 2 / (10 * 4))

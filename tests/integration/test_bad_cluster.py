@@ -1,4 +1,7 @@
-"""The CLI as a user runs it: a dead cluster address and an oversized local trial fail with one line, at once.
+"""The CLI as a user runs it: bad input fails with one line and leaves nothing behind.
+
+A dead cluster address and an oversized local trial fail at once, before Ray starts; a model or data
+directory that planning refuses fails on the started cluster, which then stops.
 
 The subprocess timeout (20 s) is a hang guard, not a timing assertion: before these checks the
 first command retried Ray's GCS for more than five minutes and the second started a 4,097-CPU
@@ -8,6 +11,8 @@ local Ray that never ran a step.
 from __future__ import annotations
 
 import socket
+
+import pytest
 
 from tests.integration.conftest import explain, run_cli
 
@@ -33,3 +38,20 @@ def test_num_workers_4096_on_this_machine_exits_2_with_one_line_and_starts_no_ra
     (line,) = proc.stderr.strip().splitlines()
     assert "num_workers=4096 x cpus_per_worker=1 is more than this machine can run" in line, line
     assert "Ray dashboard" not in proc.stdout and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("settings", "fragment"),
+    [
+        (["--model", "vit_nope_xyz"], "model='vit_nope_xyz' is neither a raysweep preset"),
+        (["--dataset", "cifar10", "--data-dir", "/nonexistent"], "data_dir /nonexistent is not a directory"),
+    ],
+    ids=["unknown model", "missing data dir"],
+)
+def test_input_refused_while_the_first_group_starts_is_one_line_and_leaves_no_directory(tmp_path, settings, fragment):
+    results = tmp_path / "r"
+    proc = run_cli("--space", "batch_grid", *settings, "--no-dashboard", "--results-dir", str(results), timeout=300)
+    assert proc.returncode == 2, explain(proc)
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("raysweep: error:") and fragment in line, line
+    assert not results.exists()

@@ -2,8 +2,9 @@
 # while it starts (NEW, this checkout) against the commit before (BASE, .whl/base.tar from `git archive
 # ab556b5 raysweep trainers analysis search_spaces pyproject.toml`): issue 13's 3-trial batch_grid in the
 # order ORDER, the cold-process floor before (FLOOR=1), ray.train.torch imported beside ray.init or after it
-# (OVERLAP=1: init_overlap.py). Each sweep's launch is the shell's clock before
-# `python -m raysweep.tune` starts; "from launch" figures run from it to the last trial's end.
+# (OVERLAP=1: init_overlap.py), when each sweep's processes started (TIMELINE=1: timeline.py). Each sweep's
+# launch is the shell's clock before `python -m raysweep.tune` starts; "from launch" figures run from it to
+# the last trial's end.
 set -u
 T0=$(date +%s)
 NEW=$PWD; mkdir -p /tmp/base && tar xf .whl/base.tar -C /tmp/base
@@ -20,6 +21,7 @@ sweep() {  # $1 tag, $2 checkout
     --set image_size=224 --set 'micro_batch_per_worker=[64,128,256]' --set train_samples=51200 \
     --epochs 1 --set precision=bf16 --no-dashboard --no-report --results-dir /tmp/res/$1 --name s > $OUT/$1.log 2>&1)
   echo "$1 rc=$? exited $(python -c "print(round($(date +%s.%N)-$(cat $OUT/$1.launch),1))") s after launch"
+  if [ "${TIMELINE:-0}" = 1 ]; then python $NEW/docs/results/h200-early-group/timeline.py $1 | tee -a $OUT/timeline.txt; fi
 }
 for tag in ${ORDER:-base1 new1}; do
   case $tag in base*) sweep $tag /tmp/base;; *) sweep $tag $NEW;; esac

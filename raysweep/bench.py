@@ -151,15 +151,24 @@ def full_stack(results: Path, name: str, batches: list[int], overrides: dict) ->
 
 
 def setup_against_floor(trials: list[dict], economy: dict, floor: dict) -> dict:
-    """The sweep's setup_s beside the cold-process floor: its first trial's, and the later ones' median."""
+    """The sweep's setup_s beside the cold-process floor: its first trial's, and the later ones' median.
+
+    The first trial's workers start before Tune starts it (as soon as Ray is up), so its ``setup_s`` can
+    fall below the floor; its first step counted from the sweep's launch is the fair comparison
+    (launch_wall_s - wall_s is when, after launch, the first trial started).
+    """
     first = min(trials, key=lambda t: t["started_at"])["setup_s"]
     later = economy["median_later_setup_s"]
+    launch_wall = economy.get("launch_wall_s")
+    from_launch = None if launch_wall is None else launch_wall - economy["wall_s"] + first
     return {
         "floor_s": floor["floor_s"],
         "first_setup_s": first,
         "median_later_setup_s": later,
         "first_over_floor_s": first - floor["floor_s"],
         "later_over_floor_s": None if later is None else later - floor["floor_s"],
+        "first_step_from_launch_s": from_launch,
+        "first_from_launch_over_floor_s": None if from_launch is None else from_launch - floor["floor_s"],
     }
 
 
@@ -341,21 +350,32 @@ def floor_lines(floor: dict | None, against: dict | None) -> list[str]:
     phases = ", ".join(f"{k} {v:.1f}" for k, v in floor["since_launch_s"].items())
     later, over = against["median_later_setup_s"], against["later_over_floor_s"]
     later_text = "no later trial" if later is None else f"later trials' median {later:.1f} s ({over:+.1f})"
+    from_launch = against.get("first_step_from_launch_s")
+    launch_text = (
+        ""
+        if from_launch is None
+        else f"; the first trial's first step {from_launch:.1f} s after the sweep's launch "
+        f"({against['first_from_launch_over_floor_s']:+.1f})"
+    )
     return [
         f"cold-process floor (batch {floor['batch']}): {floor['floor_s']:.1f} s to the first step's end; "
         f"phases end at s: {phases}",
         f"  measured by: {floor['command']}",
         f"sweep setup_s against it: first trial {against['first_setup_s']:.1f} s "
-        f"({against['first_over_floor_s']:+.1f}), {later_text}",
+        f"({against['first_over_floor_s']:+.1f}), {later_text}{launch_text}",
     ]
 
 
 def economy_summary(economy: dict) -> str:
     duty = economy["duty_cycle"]
     duty_text = "n/a" if duty is None else f"{duty:.3f}"
+    from_launch = economy.get("duty_cycle_from_launch")
+    launch_text = (
+        "" if from_launch is None else f"; {from_launch:.3f} from its launch ({economy['launch_wall_s']:.1f} s)"
+    )
     return (
         f"the stack sweep's duty cycle (sweep.json): {duty_text} over {economy['wall_s']:.1f} s "
-        f"on {economy['devices']:g} devices"
+        f"on {economy['devices']:g} devices{launch_text}"
     )
 
 

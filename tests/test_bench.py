@@ -13,7 +13,8 @@ def at(second: int) -> datetime:
 
 def test_the_first_trial_is_the_earliest_started_and_the_later_median_comes_from_the_economy():
     trials = [{"started_at": at(30), "setup_s": 6.0}, {"started_at": at(0), "setup_s": 20.0}]
-    economy = {"median_later_setup_s": 6.0}
+    # launched 12 s before the first trial's start (a 100 s sweep, 112 s from launch): first step at 32 s
+    economy = {"median_later_setup_s": 6.0, "wall_s": 100.0, "launch_wall_s": 112.0}
     against = setup_against_floor(trials, economy, {"floor_s": 14.0})
     assert against == {
         "floor_s": 14.0,
@@ -21,6 +22,8 @@ def test_the_first_trial_is_the_earliest_started_and_the_later_median_comes_from
         "median_later_setup_s": 6.0,
         "first_over_floor_s": 6.0,
         "later_over_floor_s": -8.0,
+        "first_step_from_launch_s": 32.0,
+        "first_from_launch_over_floor_s": 18.0,
     }
 
 

@@ -169,7 +169,7 @@ BAD_INPUT = {
 
 
 # Refused by planning: models, datasets, data files and what the cluster holds. A dry run plans
-# without Ray; a sweep plans on its started cluster (tests/integration/test_bad_cluster.py runs those).
+# without Ray; a sweep plans on its started cluster (tests/integration/test_bad_cluster.py runs one).
 PLANNING_ERRORS = {
     "unknown model": (["--space", "batch_grid", "--model", "vit_nope_xyz"], "model='vit_nope_xyz'"),
     "unknown dataset": (["--space", "batch_grid", "--dataset", "imagenet21k"], "dataset='imagenet21k'"),

@@ -173,7 +173,10 @@ def fit_then_end(trainer, group) -> None:
         trainer.fit()
     except Exception as e:  # the trial in flight gets it (its driver re-raises it)
         failure = e
-    group.end.remote(failure)
+    # After the sweep's ray.shutdown (input planning refused, an interrupt) nobody is left to tell, and
+    # any call would start a new local Ray from this thread (Ray's auto-init).
+    if ray.is_initialized():
+        group.end.remote(failure)
 
 
 @ray.remote(num_cpus=0, max_concurrency=8)
@@ -268,9 +271,9 @@ def group_pool(sweep: str, storage_path: str, collective_timeout_s: int, share: 
     The pool is owned by the calling process (the CLI's) and the groups' Train runs go on in it
     (``TrainRuns``), so they also end where that process is killed.  Ray Train's autoscaling
     coordinator starts first: every Train run's controller (a group's, or a trial's own with
-    ``share=False``) waits on it as it starts.  Left by an exception (input the planning checks
-    refused, an interrupt), the pool does not wait for its groups' workers: the caller's
-    ``ray.shutdown`` ends them.
+    ``share=False``) waits on it as it starts.  The pool waits for its groups' runs to end (a group
+    still starting ends as soon as its workers ask for a trial) however it is left: a run's thread
+    still inside Ray when the caller's ``ray.shutdown`` comes makes Ray end the whole process.
     """
     start_train_coordinator()
     runs = TrainRuns(storage_path, collective_timeout_s)
@@ -278,15 +281,12 @@ def group_pool(sweep: str, storage_path: str, collective_timeout_s: int, share: 
     host = threading.Thread(target=runs.host, args=(pool,), name=f"{sweep}-group-runs", daemon=True)
     host.start()
     groups = WorkerGroups(sweep, runs, pool, share)
-    finished = False
     try:
         yield groups
-        finished = True
     finally:
         ray.get(pool.close.remote())
         host.join()
-        if finished:
-            runs.wait(CLOSE_TIMEOUT_S)
+        runs.wait(CLOSE_TIMEOUT_S)
         ray.kill(pool)
         for group in groups.owned:
             ray.kill(group)

@@ -44,6 +44,7 @@ def test_a_model_planning_refuses_on_the_started_cluster_is_one_line_and_leaves_
     results = tmp_path / "r"
     proc = run_cli("--space", "batch_grid", "--model", "vit_nope_xyz", "--no-dashboard", "--results-dir", str(results))
     assert proc.returncode == 2, explain(proc)
-    (line,) = proc.stderr.strip().splitlines()
-    assert line.startswith("raysweep: error: model='vit_nope_xyz' is neither a raysweep preset"), line
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, explain(proc)
+    assert lines[0].startswith("raysweep: error: model='vit_nope_xyz' is neither a raysweep preset"), lines
     assert not results.exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from raysweep.checks import check_trial
 from raysweep.cluster import Capacity, Demand, check_local_fit, local_num_cpus
 from raysweep.errors import UsageError
@@ -16,11 +18,10 @@ def plan_trials(
 ) -> tuple[list[TrialParams], list[str]]:
     """Expand, resolve for this cluster, validate, and check each trial can ever fit."""
     trials, notes = [], []
-    for params in space.expand():
-        params = params.resolve(cluster_has_gpus=capacity.total_gpus > 0)
+    for params, fits in resolved_trials(space, capacity):
         check_trial(params, local_files=local_files)
-        demand = Demand.of(params)
-        if Capacity({n: dict(r) for n, r in capacity.nodes.items()}).place(demand) is None:
+        if not fits:
+            demand = Demand.of(params)
             message = f"a trial needs {demand.describe()} but the cluster has {capacity.describe()}"
             if space.drop_unfit:
                 notes.append(f"dropped: trial {swept_values(space, params)}: {unfit_reason(demand, capacity)}")
@@ -38,11 +39,14 @@ def first_trial(space: SearchSpace, capacity: Capacity) -> TrialParams | None:
     Read off the values alone (no registry or file checks), so that its workers can start while the
     planning checks run.
     """
+    return next((params for params, fits in resolved_trials(space, capacity) if fits), None)
+
+
+def resolved_trials(space: SearchSpace, capacity: Capacity) -> Iterator[tuple[TrialParams, bool]]:
+    """The space's trials resolved for this cluster (device, precision), each with whether it can ever fit."""
     for params in space.expand():
         params = params.resolve(cluster_has_gpus=capacity.total_gpus > 0)
-        if capacity.place(Demand.of(params)) is not None:
-            return params
-    return None
+        yield params, capacity.place(Demand.of(params)) is not None  # place() changes nothing
 
 
 def swept_values(space: SearchSpace, params: TrialParams) -> str:

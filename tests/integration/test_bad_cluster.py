@@ -1,7 +1,7 @@
 """The CLI as a user runs it: bad input fails with one line and leaves nothing behind.
 
-A dead cluster address and an oversized local trial fail at once, before Ray starts; a model or data
-directory that planning refuses fails on the started cluster, which then stops.
+A dead cluster address and an oversized local trial fail at once, before Ray starts; a model that
+planning refuses fails on the started cluster, which then stops.
 
 The subprocess timeout (20 s) is a hang guard, not a timing assertion: before these checks the
 first command retried Ray's GCS for more than five minutes and the second started a 4,097-CPU

@@ -183,6 +183,10 @@ def start_local(num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: boo
     # On a small, busy machine the dashboard's modules can take longer than Ray's 30 s to come up,
     # and then ray.init fails the whole sweep; give them time.
     os.environ.setdefault("RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "180")
+    # Ray starts one idle worker process per CPU for the first driver, with no runtime environment;
+    # every process of a sweep has the project's (project_runtime_env), so none of them is ever used,
+    # and their start (an import of Ray each) competes for the CPUs with the first group's.
+    os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
     ray.init(
         address="local",
         num_cpus=num_cpus,

@@ -1,0 +1,39 @@
+"""A local Ray starts only the processes a sweep uses: no idle workers that no sweep process could take."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.integration.conftest import REPO
+
+# In a process of its own, as the CLI runs: this test process stays free of a Ray instance.
+CHECK = """
+import psutil, ray
+from raysweep.cluster import start_local
+
+start_local(2, dashboard=False)
+
+@ray.remote(num_cpus=0)
+class Probe:
+    def ready(self):
+        return True
+
+ray.get(Probe.remote().ready.remote())  # Ray has started the workers it starts for a driver by now
+commands = [p.cmdline() for p in psutil.Process().children(recursive=True)]
+# an idle worker, or one still starting (its command line not yet renamed); the raylet's names the script too
+others = [
+    c for c in commands
+    if c[0].startswith("ray::IDLE") or ("default_worker.py" in " ".join(c) and not c[0].endswith("raylet"))
+]
+print(len(others))
+ray.shutdown()
+"""
+
+
+def test_a_local_ray_starts_no_idle_worker_processes():
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_prestart_worker_first_driver")}
+    proc = subprocess.run([sys.executable, "-c", CHECK], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.strip().splitlines()[-1] == "0", proc.stdout

@@ -12,6 +12,7 @@ issues the process group's first collective; the caller joins it before issuing 
 
 from __future__ import annotations
 
+import sys
 import threading
 from contextlib import nullcontext
 
@@ -25,9 +26,16 @@ def warm_device_in_background(device: torch.device) -> threading.Thread | None:
     start); join it before the caller's first collective."""
     if device.type != "cuda":
         return None
-    thread = threading.Thread(target=warm_device, args=(device,), name="warm-device", daemon=True)
+    thread = threading.Thread(target=warm_device_or_say_why_not, args=(device,), name="warm-device", daemon=True)
     thread.start()
     return thread
+
+
+def warm_device_or_say_why_not(device: torch.device) -> None:
+    try:
+        warm_device(device)
+    except Exception as e:  # it only saves time: the first trial pays these costs itself instead
+        print(f"raysweep: the device warm-up of {device} failed ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
 
 
 def warm_device(device: torch.device) -> None:

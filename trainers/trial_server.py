@@ -7,14 +7,15 @@ Nothing a trial builds survives it: model, engine, optimizer, data and seed are 
 the process holds between trials.  The group (``raysweep.worker_groups.TrialGroup``) is an
 actor handle in ``config``; its replies are plain values, so nothing here imports it.
 
-A group's process is new when its first trial comes: the device's one-time costs
-(``trainers.device_warmup``) are paid on a thread while the trials' code, timm and DeepSpeed are
-imported, before the first trial is asked for, so that neither waits for the other.
+A group's process is new when its first trial comes: while it waits for it, it imports the trials'
+code, timm and DeepSpeed on one thread (``TrialCode``) and pays the device's one-time costs on
+another (``trainers.device_warmup``), so that none of them waits for another.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable
 
 import ray
@@ -31,25 +32,47 @@ def serve_trials_per_worker(config: dict) -> None:
     group = config["group"]
     device = ray.train.torch.get_device()
     warming = warm_device_in_background(device)
-    train_trial = import_trial_code()
-    if warming is not None:
-        warming.join()  # its collective comes before any of the trials'
+    code = TrialCode()
     for index in itertools.count():
         trial = next_trial(group, index)
         if trial is None:
             return
+        if warming is not None:
+            warming.join()  # its collective comes before any of the trial's
+        train_trial = code.train_trial()
         start_clean(device)
         train_trial(trial, trial["resume_from"])
 
 
-def import_trial_code() -> Callable[[dict, ray.train.Checkpoint | None], None]:
-    """``train_trial``, with timm and DeepSpeed, which every trial's model and engine import on first use."""
-    import deepspeed  # noqa: F401
-    import timm  # noqa: F401
+class TrialCode:
+    """``train_trial`` and what every trial's model and engine import on first use (timm, DeepSpeed),
+    imported on a thread from the rank's start while it waits for its first trial.
 
-    from trainers.train_loop import train_trial
+    A group stopped before its first trial (the sweep's input refused while its workers started)
+    returns without waiting for these imports.
+    """
 
-    return train_trial
+    def __init__(self) -> None:
+        self.loaded: dict = {}
+        self.thread = threading.Thread(target=self.load, name="import-trial-code", daemon=True)
+        self.thread.start()
+
+    def load(self) -> None:
+        try:
+            import deepspeed  # noqa: F401
+            import timm  # noqa: F401
+
+            from trainers.train_loop import train_trial
+
+            self.loaded["train_trial"] = train_trial
+        except BaseException as e:  # raised where a trial needs the code
+            self.loaded["error"] = e
+
+    def train_trial(self) -> Callable[[dict, ray.train.Checkpoint | None], None]:
+        self.thread.join()
+        if "error" in self.loaded:
+            raise self.loaded["error"]
+        return self.loaded["train_trial"]
 
 
 def next_trial(group, index: int) -> dict | None:

@@ -1,13 +1,13 @@
-"""A fresh rank's one-time device costs, paid on a thread while its main thread imports timm and DeepSpeed.
+"""A fresh rank's one-time device costs, paid on a thread while the rank imports timm and DeepSpeed.
 
 A new process's first CUDA calls create the NCCL communicator (on the first collective), the
 cuBLAS/cuBLASLt and cuDNN handles, and load each kernel on its first launch: seconds that a rank
 otherwise pays inside its first trial's engine build and first step, after its imports.  torch
 releases the GIL while its operators run, so these calls overlap the imports (Python, holding it).
-Nothing the thread makes outlives it: its tensors are freed and it draws no random numbers (a
-trial's seed and the device's peak-memory counter are set when the trial starts).  The thread
-issues the process group's first collective; the caller joins it before issuing any of its own
-(collectives must come in the same order on every rank).
+Its tensors are freed (what stays is what any first step makes: the libraries' handles and cuBLAS's
+workspace) and it draws no random numbers; a trial's seed and the device's peak-memory counter are
+set when the trial starts.  The thread issues the process group's first collective; the caller
+joins it before issuing any of its own (collectives must come in the same order on every rank).
 """
 
 from __future__ import annotations

@@ -35,10 +35,10 @@ def serve_trials_per_worker(config: dict) -> None:
     code = TrialCode()
     for index in itertools.count():
         trial = next_trial(group, index)
+        if warming is not None:
+            warming.join()  # its collective comes before any of the trial's, and ends before the group does
         if trial is None:
             return
-        if warming is not None:
-            warming.join()  # its collective comes before any of the trial's
         train_trial = code.train_trial()
         start_clean(device)
         train_trial(trial, trial["resume_from"])

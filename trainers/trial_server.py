@@ -8,7 +8,7 @@ the process holds between trials.  The group (``raysweep.worker_groups.TrialGrou
 actor handle in ``config``; its replies are plain values, so nothing here imports it.
 
 A group's process is new when its first trial comes: while it waits for it, it imports the trials'
-code, timm and DeepSpeed on one thread (``TrialCode``) and pays the device's one-time costs on
+code, timm and DeepSpeed on one thread (``import_trial_code_in_background``) and pays the device's one-time costs on
 another (``trainers.device_warmup``), so that none of them waits for another.
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 
 import ray
 import ray.train
@@ -32,47 +33,41 @@ def serve_trials_per_worker(config: dict) -> None:
     group = config["group"]
     device = ray.train.torch.get_device()
     warming = warm_device_in_background(device)
-    code = TrialCode()
+    code = import_trial_code_in_background()
     for index in itertools.count():
         trial = next_trial(group, index)
         if warming is not None:
             warming.join()  # its collective comes before any of the trial's, and ends before the group does
         if trial is None:
             return
-        train_trial = code.train_trial()
+        train_trial = code.result()
         start_clean(device)
         train_trial(trial, trial["resume_from"])
 
 
-class TrialCode:
+def import_trial_code_in_background() -> Future[Callable[[dict, ray.train.Checkpoint | None], None]]:
     """``train_trial`` and what every trial's model and engine import on first use (timm, DeepSpeed),
-    imported on a thread from the rank's start while it waits for its first trial.
+    imported on a thread from the rank's start while it waits for its first trial; ``result()`` gives
+    ``train_trial`` or raises what the import raised, where a trial needs the code.
 
     A group stopped before its first trial (the sweep's input refused while its workers started)
     returns without waiting for these imports.
     """
+    imported: Future = Future()
 
-    def __init__(self) -> None:
-        self.loaded: dict = {}
-        self.thread = threading.Thread(target=self.load, name="import-trial-code", daemon=True)
-        self.thread.start()
-
-    def load(self) -> None:
+    def load() -> None:
         try:
             import deepspeed  # noqa: F401
             import timm  # noqa: F401
 
             from trainers.train_loop import train_trial
 
-            self.loaded["train_trial"] = train_trial
-        except BaseException as e:  # raised where a trial needs the code
-            self.loaded["error"] = e
+            imported.set_result(train_trial)
+        except BaseException as e:
+            imported.set_exception(e)
 
-    def train_trial(self) -> Callable[[dict, ray.train.Checkpoint | None], None]:
-        self.thread.join()
-        if "error" in self.loaded:
-            raise self.loaded["error"]
-        return self.loaded["train_trial"]
+    threading.Thread(target=load, name="import-trial-code", daemon=True).start()
+    return imported
 
 
 def next_trial(group, index: int) -> dict | None:

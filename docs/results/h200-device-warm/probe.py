@@ -32,7 +32,14 @@ def one_run(mode: str, batch: int, profile: bool) -> dict:
     import torch.distributed as dist
 
     mark("import torch, ray.train.torch")
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ.get("PORT", "29533"), RANK="0", WORLD_SIZE="1")
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=os.environ.get("PORT", "29533"),
+        RANK="0",
+        WORLD_SIZE="1",
+        LOCAL_RANK="0",
+        LOCAL_WORLD_SIZE="1",
+    )
     dist.init_process_group("nccl", rank=0, world_size=1)
     device = torch.device("cuda", 0)
     torch.cuda.set_device(device)

@@ -8,8 +8,9 @@ the process holds between trials.  The group (``raysweep.worker_groups.TrialGrou
 actor handle in ``config``; its replies are plain values, so nothing here imports it.
 
 A group's process is new when its first trial comes: while it waits for it, it imports the trials'
-code, timm and DeepSpeed on one thread (``import_trial_code_in_background``) and pays the device's one-time costs on
-another (``trainers.device_warmup``), so that none of them waits for another.
+code, timm and DeepSpeed on a thread (``import_trial_code_in_background``).  Paying the device's
+one-time costs (NCCL's communicator, cuBLAS and cuDNN handles, first kernel launches) on another thread
+meanwhile was measured on an H200 and did not pay (``docs/results/h200-device-warm/``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import ray.train
 import ray.train.torch
 import torch
 
-from trainers.device_warmup import warm_device_in_background
 from trainers.hardware import reset_peak_memory
 
 
@@ -32,12 +32,9 @@ def serve_trials_per_worker(config: dict) -> None:
     """Ray Train's loop of a shared group: train each trial the group hands out until it says stop."""
     group = config["group"]
     device = ray.train.torch.get_device()
-    warming = warm_device_in_background(device)
     code = import_trial_code_in_background()
     for index in itertools.count():
         trial = next_trial(group, index)
-        if warming is not None:
-            warming.join()  # its collective comes before any of the trial's, and ends before the group does
         if trial is None:
             return
         train_trial = code.result()

@@ -4,8 +4,7 @@ thread (where a trial runs): PyTorch keeps a cuBLAS handle per thread and a work
 import time
 
 import torch
-
-from trainers.device_warmup import warm_device, warm_device_in_background
+from device_warmup import warm_device, warm_device_in_background
 
 device = torch.device("cuda", 0)
 torch.zeros(1, device=device)

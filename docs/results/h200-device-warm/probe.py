@@ -1,4 +1,4 @@
-"""Where a fresh GPU rank's first seconds go, with and without trainers.device_warmup's thread.
+"""Where a fresh GPU rank's first seconds go, with and without the device warm-up thread (device_warmup.py here).
 
 Each run is a fresh process doing what a group's first trial does on its rank, in order: import torch
 and Ray Train's torch integration, a one-rank NCCL process group and the device (as Ray Train does
@@ -47,7 +47,7 @@ def one_run(mode: str, batch: int, profile: bool) -> dict:
     sys.path.insert(0, os.getcwd())
     warm = None
     if mode == "warm":
-        from trainers.device_warmup import warm_device_in_background
+        from device_warmup import warm_device_in_background
 
         warm = warm_device_in_background(device)
     import deepspeed  # noqa: F401

@@ -8,9 +8,6 @@
 set -u
 T0=$(date +%s)
 NEW=$PWD; mkdir -p /tmp/base && tar xf .whl/base.tar -C /tmp/base
-# nowarm: this checkout without the device warm-up (the rest of the change kept)
-mkdir -p /tmp/nowarm && cp -r raysweep trainers analysis search_spaces pyproject.toml /tmp/nowarm/
-sed -i 's/    if device.type != "cuda":/    if True:/' /tmp/nowarm/trainers/device_warmup.py
 python -m compileall -q -j 16 /tmp/site > /dev/null 2>&1
 if [ "${OVERLAP:-0}" = 1 ]; then
   for m in plain thread plain thread; do python docs/results/h200-early-group/init_overlap.py $m 2>/dev/null | tee -a $OUT/overlap.log; done
@@ -27,7 +24,7 @@ sweep() {  # $1 tag, $2 checkout
   if [ "${TIMELINE:-0}" = 1 ]; then python $NEW/docs/results/h200-early-group/timeline.py $1 | tee -a $OUT/timeline.txt; fi
 }
 for tag in ${ORDER:-base1 new1}; do
-  case $tag in base*) sweep $tag /tmp/base;; nowarm*) sweep $tag /tmp/nowarm;; *) sweep $tag $NEW;; esac
+  case $tag in base*) sweep $tag /tmp/base;; *) sweep $tag $NEW;; esac
 done
 python - <<'PY' | tee $OUT/table.txt
 import glob, json, os, pandas as pd

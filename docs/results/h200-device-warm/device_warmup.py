@@ -1,5 +1,8 @@
 """A fresh rank's one-time device costs, paid on a thread while the rank imports timm and DeepSpeed.
 
+Tried for issue 13 and dropped (README.md here): this is the module as it was measured, when it was
+``trainers/device_warmup.py`` (cd1ba42); probe.py and memory.py import it from here.
+
 A new process's first CUDA calls create the NCCL communicator (on the first collective), the
 cuBLAS/cuBLASLt and cuDNN handles, and load each kernel on its first launch: seconds that a rank
 otherwise pays inside its first trial's engine build and first step, after its imports.  torch

@@ -11,6 +11,7 @@ import ray
 from ray.train import LoggingConfig, RunConfig, ScalingConfig
 
 from raysweep.params import TrialParams
+from raysweep.torch_backend import TorchBackendConfig
 
 if TYPE_CHECKING:
     from ray.train.torch import TorchTrainer
@@ -34,13 +35,14 @@ def torch_trainer(
 ) -> TorchTrainer:
     """A Train run of ``train_fn`` on ``params``'s shape (only the fields in ``SHAPE_FIELDS`` are read)."""
     # ray.train.torch imports torch: seconds that the sweep's own process and the pool need not spend
-    from ray.train.torch import TorchConfig, TorchTrainer
+    from ray.train.torch import TorchTrainer
 
     gpu = params.device == "gpu"
     return TorchTrainer(
         train_fn,
         train_loop_config=loop_config,
-        torch_config=TorchConfig(backend="nccl" if gpu else "gloo", timeout_s=collective_timeout_s),
+        # not Ray's TorchConfig: its module imports torch in every run's controller (raysweep.torch_backend)
+        torch_config=TorchBackendConfig(backend="nccl" if gpu else "gloo", timeout_s=collective_timeout_s),
         scaling_config=ScalingConfig(
             num_workers=params.num_workers,
             use_gpu=gpu,

@@ -1,7 +1,7 @@
 """When each of a sweep's processes started, against its launch: `python timeline.py TAG` (run.sh, TIMELINE=1).
 
-Reads the sweep's trials table (/tmp/res/TAG), its launch time ($OUT/TAG.launch) and Ray's worker log
-files (their creation times, named by the actor each process became).
+Reads the sweep's trials table ($RES/TAG, /tmp/res/TAG by default), its launch time ($OUT/TAG.launch), its
+output ($OUT/TAG.log) and Ray's worker log files (their creation times, named by the actor each process became).
 """
 
 import glob
@@ -13,7 +13,8 @@ import pandas as pd
 
 tag, out = sys.argv[1], os.environ["OUT"]
 launch = float(open(f"{out}/{tag}.launch").read())
-trials = pd.concat(pd.read_parquet(f) for f in glob.glob(f"/tmp/res/{tag}/s/trials/*.parquet"))
+res = os.environ.get("RES", "/tmp/res")
+trials = pd.concat(pd.read_parquet(f) for f in glob.glob(f"{res}/{tag}/s/trials/*.parquet"))
 first = trials.sort_values("started_at").iloc[0]
 start = first.started_at.timestamp()
 logs = re.search(r"Ray's logs: (\S+)", open(f"{out}/{tag}.log").read()).group(1)

@@ -16,8 +16,11 @@ import os
 from dataclasses import dataclass
 
 import ray
+from ray._private import ray_constants
+from ray.exceptions import GetTimeoutError
 from ray.train._internal.utils import get_address_and_port
 from ray.train.backend import Backend, BackendConfig
+from ray.train.constants import DEFAULT_TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S, TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S
 from ray.train.v2._internal.util import TrainingFramework
 
 logger = logging.getLogger(__name__)
@@ -73,13 +76,6 @@ class TorchBackend(Backend):
         )
 
     def on_shutdown(self, worker_group, backend_config: TorchBackendConfig) -> None:
-        from ray._private import ray_constants
-        from ray.exceptions import GetTimeoutError
-        from ray.train.constants import (
-            DEFAULT_TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S,
-            TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S,
-        )
-
         futures = worker_group.execute_async(shutdown_torch, destroy_process_group=len(worker_group) > 1)
         timeout_s = ray_constants.env_integer(
             TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S, DEFAULT_TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S

@@ -1,13 +1,16 @@
 # H200 run for issue 13: the first trial's worker group started as soon as Ray is up, planning's checks
 # while it starts (NEW, this checkout) against the commit before (BASE, .whl/base.tar from `git archive
-# ab556b5 raysweep trainers analysis search_spaces pyproject.toml`): issue 13's 3-trial batch_grid in the
+# ab556b5 raysweep trainers analysis search_spaces pyproject.toml`; a tag named X<n> other than new<n> runs
+# .whl/X.tar the same way): issue 13's 3-trial batch_grid in the
 # order ORDER, the cold-process floor before (FLOOR=1), ray.train.torch imported beside ray.init or after it
-# (OVERLAP=1: init_overlap.py), when each sweep's processes started (TIMELINE=1: timeline.py). Each sweep's
+# (OVERLAP=1: init_overlap.py), when each sweep's processes started (TIMELINE=1: timeline.py), where the
+# wall time between trials goes (GAPS=1: gaps.py). Each sweep's
 # launch is the shell's clock before `python -m raysweep.tune` starts; "from launch" figures run from it to
 # the last trial's end.
 set -u
 T0=$(date +%s)
-NEW=$PWD; mkdir -p /tmp/base && tar xf .whl/base.tar -C /tmp/base
+NEW=$PWD
+for t in .whl/*.tar; do n=$(basename $t .tar); mkdir -p /tmp/$n && tar xf $t -C /tmp/$n; done  # base, and any other
 python -m compileall -q -j 16 /tmp/site > /dev/null 2>&1
 if [ "${OVERLAP:-0}" = 1 ]; then
   for m in plain thread plain thread; do python docs/results/h200-early-group/init_overlap.py $m 2>/dev/null | tee -a $OUT/overlap.log; done
@@ -24,7 +27,7 @@ sweep() {  # $1 tag, $2 checkout
   if [ "${TIMELINE:-0}" = 1 ]; then python $NEW/docs/results/h200-early-group/timeline.py $1 | tee -a $OUT/timeline.txt; fi
 }
 for tag in ${ORDER:-base1 new1}; do
-  case $tag in base*) sweep $tag /tmp/base;; *) sweep $tag $NEW;; esac
+  case $tag in new*) sweep $tag $NEW;; *) sweep $tag /tmp/${tag%%[0-9]*};; esac  # base1: .whl/base.tar
 done
 python - <<'PY' | tee $OUT/table.txt
 import glob, json, os, pandas as pd
@@ -42,4 +45,5 @@ for tag in os.environ.get("ORDER", "base1 new1").split():
           "| launch to first trial", round(start - launch, 1), "launch to first step", round(start - launch + df.setup_s.iloc[0], 1),
           "launch to end", round(end - launch, 1), "duty from launch", round(busy / (end - launch), 3))
 PY
+if [ "${GAPS:-0}" = 1 ]; then python docs/results/h200-early-group/gaps.py ${ORDER:-base1 new1} | tee $OUT/gaps.txt; fi
 echo "done at $(( $(date +%s) - T0 )) s"

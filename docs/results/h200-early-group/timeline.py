@@ -1,9 +1,10 @@
 """When each of a sweep's processes started, against its launch: `python timeline.py TAG` (run.sh, TIMELINE=1).
 
-Reads the sweep's trials table ($RES/TAG, /tmp/res/TAG by default), its launch time ($OUT/TAG.launch), its
-output ($OUT/TAG.log) and Ray's log files: a process's start is the first line of its core worker's log
-(`python-core-worker-ID_PID.log`, "Constructing CoreWorkerProcess", stamped in local time), its name the
-actor it became (`worker-ID-JOB-PID.out`). Not the `.out` file's ctime: every later write to it moves that.
+Reads the sweep's trials table ($RES/TAG, /tmp/res/TAG by default), its launch time ($LOGS/TAG.launch),
+its output ($LOGS/TAG.log; LOGS defaults to $OUT) and Ray's log files: a process's start is the first line
+of its core worker's log (`python-core-worker-ID_PID.log`, "Constructing CoreWorkerProcess", stamped in
+local time), its name the actor it became (`worker-ID-JOB-PID.out`). Not the `.out` file's ctime: every
+later write to it moves that.
 """
 
 import glob
@@ -15,7 +16,7 @@ from datetime import datetime
 
 import pandas as pd
 
-tag, out = sys.argv[1], os.environ["OUT"]
+tag, out = sys.argv[1], os.environ.get("LOGS", os.environ["OUT"])
 launch = float(open(f"{out}/{tag}.launch").read())
 res = os.environ.get("RES", "/tmp/res")
 trials = pd.concat(pd.read_parquet(f) for f in glob.glob(f"{res}/{tag}/s/trials/*.parquet"))

@@ -1,11 +1,10 @@
 # H200 run for issue 13: the first trial's worker group started as soon as Ray is up, planning's checks
 # while it starts (NEW, this checkout) against the commit before (BASE, .whl/base.tar from `git archive
 # ab556b5 raysweep trainers analysis search_spaces pyproject.toml`; a tag named X<n> other than new<n> runs
-# .whl/X.tar the same way): issue 13's 3-trial batch_grid in the
-# order ORDER, the cold-process floor before (FLOOR=1), ray.train.torch imported beside ray.init or after it
-# (OVERLAP=1: init_overlap.py), when each sweep's processes started (TIMELINE=1: timeline.py), where the
-# wall time between trials goes (GAPS=1: gaps.py). Each sweep's
-# launch is the shell's clock before `python -m raysweep.tune` starts; "from launch" figures run from it to
+# .whl/X.tar the same way): issue 13's 3-trial batch_grid in the order ORDER, the cold-process floor before
+# (FLOOR=1) or only its imports, to warm the disk caches (WARM=1), ray.train.torch imported beside ray.init
+# or after it (OVERLAP=1: init_overlap.py), when each sweep's processes started (TIMELINE=1: timeline.py),
+# where the wall time between trials goes (GAPS=1: gaps.py). Each sweep's launch is the shell's clock before `python -m raysweep.tune` starts; "from launch" figures run from it to
 # the last trial's end. Each sweep's row of table.txt (and of gaps.txt) is written as soon as it ends, so a
 # call cut short keeps the sweeps it finished; the sweeps' logs and launch times go to $LOGS ($OUT by
 # default; LOGS=/tmp/logs keeps $OUT to the device's eight files: they are packed into $OUT/logs.tgz).
@@ -19,6 +18,7 @@ python -m compileall -q -j 16 /tmp/site > /dev/null 2>&1
 if [ "${OVERLAP:-0}" = 1 ]; then
   for m in plain thread plain thread; do python docs/results/h200-early-group/init_overlap.py $m 2>/dev/null | tee -a $OUT/overlap.log; done
 fi
+if [ "${WARM:-0}" = 1 ]; then python -c "import torch, timm, deepspeed, ray.train.torch" > /dev/null 2>&1; fi
 if [ "${FLOOR:-0}" = 1 ]; then
   timeout 60 python -m raysweep.cold_floor --model vit_base_patch16_224 --batch 256 2>/dev/null | tail -1 | tee -a $OUT/floor.log
 fi

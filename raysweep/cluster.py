@@ -312,9 +312,8 @@ def project_runtime_env(local: bool = False) -> dict:
     return {
         "py_modules": [str(root / pkg) for pkg in ("raysweep", "trainers")],
         "env_vars": {**TRAIN_ENV, **(LOCAL_TRAIN_ENV if local else {})},
-        # runs in every worker process as it starts: drops the CPU ranks' meaningless start-up lines, and
-        # a rank's process starts importing the trials' code there
-        "worker_process_setup_hook": "trainers.worker_start.on_worker_start",
+        # runs in every worker process as it starts: drops the CPU ranks' meaningless start-up lines
+        "worker_process_setup_hook": "trainers.quiet.quiet_worker",
     }
 
 

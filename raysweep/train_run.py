@@ -12,7 +12,6 @@ from ray.train import LoggingConfig, RunConfig, ScalingConfig
 
 from raysweep.params import TrialParams
 from raysweep.torch_backend import TorchBackendConfig
-from trainers.trial_code import RANK_ENV_VAR
 
 if TYPE_CHECKING:
     from ray.train.torch import TorchTrainer
@@ -63,9 +62,8 @@ def torch_trainer(
 
 
 def worker_env(params: TrialParams) -> dict[str, str]:
-    """DeepSpeed picks its accelerator from the environment (on CPU it must be told); the process is a rank,
-    which starts importing the trials' code as it starts (``trainers.trial_code``)."""
-    return {"DS_ACCELERATOR": "cuda" if params.device == "gpu" else "cpu", RANK_ENV_VAR: "1"}
+    """DeepSpeed picks its accelerator from the environment; on CPU it must be told."""
+    return {"DS_ACCELERATOR": "cuda"} if params.device == "gpu" else {"DS_ACCELERATOR": "cpu"}
 
 
 def import_train_torch_in_background() -> threading.Thread:

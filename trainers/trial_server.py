@@ -7,8 +7,8 @@ Nothing a trial builds survives it: model, engine, optimizer, data and seed are 
 the process holds between trials.  The group (``raysweep.worker_groups.TrialGroup``) is an
 actor handle in ``config``; its replies are plain values, so nothing here imports it.
 
-A group's process is new when its first trial comes: it has been importing the trials' code, timm
-and DeepSpeed on a thread since the process started (``trainers.trial_code``).  Paying the device's
+A group's process is new when its first trial comes: while it waits for it, it imports the trials'
+code, timm and DeepSpeed on a thread (``import_trial_code_in_background``).  Paying the device's
 one-time costs (NCCL's communicator, cuBLAS and cuDNN handles, first kernel launches) on another thread
 meanwhile was measured on an H200 and did not pay (``docs/results/h200-device-warm/``).
 """
@@ -16,6 +16,9 @@ meanwhile was measured on an H200 and did not pay (``docs/results/h200-device-wa
 from __future__ import annotations
 
 import itertools
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 
 import ray
 import ray.train
@@ -23,14 +26,13 @@ import ray.train.torch
 import torch
 
 from trainers.hardware import reset_peak_memory
-from trainers.trial_code import trial_code
 
 
 def serve_trials_per_worker(config: dict) -> None:
     """Ray Train's loop of a shared group: train each trial the group hands out until it says stop."""
     group = config["group"]
     device = ray.train.torch.get_device()
-    code = trial_code()  # imports started with the process (trainers.trial_code)
+    code = import_trial_code_in_background()
     for index in itertools.count():
         trial = next_trial(group, index)
         if trial is None:
@@ -38,6 +40,31 @@ def serve_trials_per_worker(config: dict) -> None:
         train_trial = code.result()
         start_clean(device)
         train_trial(trial, trial["resume_from"])
+
+
+def import_trial_code_in_background() -> Future[Callable[[dict, ray.train.Checkpoint | None], None]]:
+    """``train_trial`` and what every trial's model and engine import on first use (timm, DeepSpeed),
+    imported on a thread from the rank's start while it waits for its first trial; ``result()`` gives
+    ``train_trial`` or raises what the import raised, where a trial needs the code.
+
+    A group stopped before its first trial (the sweep's input refused while its workers started)
+    returns without waiting for these imports.
+    """
+    imported: Future = Future()
+
+    def load() -> None:
+        try:
+            import deepspeed  # noqa: F401
+            import timm  # noqa: F401
+
+            from trainers.train_loop import train_trial
+
+            imported.set_result(train_trial)
+        except BaseException as e:
+            imported.set_exception(e)
+
+    threading.Thread(target=load, name="import-trial-code", daemon=True).start()
+    return imported
 
 
 def next_trial(group, index: int) -> dict | None:

@@ -6,9 +6,10 @@
 # or after it (OVERLAP=1: init_overlap.py), when each sweep's processes started (TIMELINE=1: timeline.py),
 # where the wall time between trials goes (GAPS=1: gaps.py). Each sweep's launch is the shell's clock
 # before `python -m raysweep.tune` starts; "from launch" figures run from it to the last trial's end.
-# Each sweep's row of table.txt (and of gaps.txt) is written as soon as it ends, so a call cut short keeps
-# the sweeps it finished; the sweeps' logs and launch times go to $LOGS ($OUT by default; LOGS=/tmp/logs
-# keeps $OUT to the device's eight files: they are packed into $OUT/logs.tgz).
+# Each sweep's row of table.txt (with its first trial's setup phases, trainers.meter) and of gaps.txt is
+# written as soon as it ends, so a call cut short keeps the sweeps it finished; the sweeps' logs and launch
+# times go to $LOGS ($OUT by default; LOGS=/tmp/logs keeps $OUT to the device's eight files: they are
+# packed into $OUT/logs.tgz).
 set -u
 T0=$(date +%s)
 NEW=$PWD
@@ -38,7 +39,8 @@ for tag in sys.argv[1:]:
     print(tag, "setup_s", [round(x, 2) for x in df.setup_s], "teardown_s", [round(x, 3) for x in df.teardown_s],
           "timed_s", [round(x, 1) for x in df.timed_s], "wall_s", round(eco["wall_s"], 1), "duty", round(eco["duty_cycle"], 3),
           "| launch to first trial", round(start - launch, 1), "launch to first step", round(start - launch + df.setup_s.iloc[0], 1),
-          "launch to end", round(end - launch, 1), "duty from launch", round(busy / (end - launch), 3))
+          "launch to end", round(end - launch, 1), "duty from launch", round(busy / (end - launch), 3),
+          "| first trial's phases", df.setup_breakdown.iloc[0])
 PY
 }
 sweep() {  # $1 tag, $2 checkout

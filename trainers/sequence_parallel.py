@@ -13,8 +13,8 @@ of its shard's token sum is ``sp x`` the true one; parameters before the pooling
 shard's share, parameters after it (fc_norm, head) the full gradient. The mean over the SP group of
 both is the exact gradient, so **the engine's ordinary gradient MEAN over the whole world
 (num_workers ranks: DeepSpeed ZeRO 0-2 or DDP, no mpu, no hook) is exact**: mean over DP of the
-exact per-group gradients. DeepSpeed must then count every rank as a data-parallel one:
-``deepspeed_train_batch_size``.
+exact per-group gradients. DeepSpeed must then count every rank as a data-parallel one
+(``trainers.deepspeed_config.build_deepspeed_config``'s ``train_batch_size``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from raysweep.errors import UsageError
-from raysweep.params import TrialParams
 
 
 @dataclass(frozen=True)
@@ -165,9 +164,3 @@ def apply_sequence_parallel(model: nn.Module, groups: ParallelGroups) -> nn.Modu
             "(e.g. model=vit_base_patch16_avg_224); got a class token or another pooling"
         )
     return SequenceParallelViT(model, groups)
-
-
-def deepspeed_train_batch_size(params: TrialParams) -> int:
-    """The train_batch_size DeepSpeed must see: it counts every rank as data-parallel (no mpu), so the
-    SP ranks of a group each count their shared micro batch: micro x accum x num_workers."""
-    return params.effective_micro_batch * params.grad_accum_steps * params.num_workers

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from raysweep.params import TrialParams
 from tests.test_sequence_parallel import BATCH, free_port, tiny_batch, tiny_vit
 from trainers.deepspeed_config import build_deepspeed_config
-from trainers.sequence_parallel import apply_sequence_parallel, build_groups, deepspeed_train_batch_size
+from trainers.sequence_parallel import apply_sequence_parallel, build_groups
 
 LR = 0.5  # large enough that a wrong gradient scale moves the weights visibly
 
@@ -30,8 +30,11 @@ def deepspeed_worker(rank: int, world: int, port: int, zero_stage: int, out_dir:
     params = TrialParams.from_dict(
         {"num_workers": world, "sequence_parallel": world, "micro_batch_per_worker": BATCH, "zero_stage": zero_stage}
     )
-    config = build_deepspeed_config(params) | {"train_batch_size": deepspeed_train_batch_size(params)}
-    config |= {"bf16": {"enabled": False}, "fp16": {"enabled": False}, "torch_autocast": {"enabled": False}}
+    config = build_deepspeed_config(params) | {
+        "bf16": {"enabled": False},
+        "fp16": {"enabled": False},
+        "torch_autocast": {"enabled": False},
+    }
     config["gradient_clipping"] = 0.0  # clipping would hide a wrong overall gradient scale
     model = apply_sequence_parallel(tiny_vit(), build_groups(world, params.sequence_parallel))
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)

@@ -28,7 +28,6 @@ SchedulerFactory = Callable[[torch.optim.Optimizer], torch.optim.lr_scheduler.LR
 class Engine(Protocol):
     module: torch.nn.Module  # the wrapped model
     input_dtype: torch.dtype  # what the inputs should be
-    reduce_dtype: torch.dtype  # dtype of the gradient collectives
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor: ...
     def backward(self, loss: torch.Tensor) -> None: ...

@@ -42,7 +42,6 @@ class DDPEngine:
         self.scaler = torch.amp.GradScaler(device.type) if params.precision == "fp16" else None
         # Weights stay fp32 under autocast, so inputs and gradients (and their all-reduce) are fp32.
         self.input_dtype = torch.float32
-        self.reduce_dtype = torch.float32
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         with self.autocast:

@@ -56,8 +56,6 @@ class DeepSpeedEngine:
             self.ds.compile()
         self.module = self.ds
         self.input_dtype = torch.float32 if params.uses_autocast else DTYPES[params.precision]
-        # Under autocast the weights, and so the gradients, are fp32; DeepSpeed's own engine reduces in its dtype.
-        self.reduce_dtype = self.input_dtype
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.ds(x)

@@ -65,7 +65,6 @@ class FSDPEngine:
         self.micro_steps = 0
         # The root casts fp32 inputs to the compute dtype itself.
         self.input_dtype = torch.float32
-        self.reduce_dtype = torch.float32
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.module(x)

@@ -15,6 +15,7 @@ meanwhile was measured on an H200 and did not pay (``docs/results/h200-device-wa
 
 from __future__ import annotations
 
+import gc
 import itertools
 import threading
 from collections.abc import Callable
@@ -38,6 +39,8 @@ def serve_trials_per_worker(config: dict) -> None:
         if trial is None:
             return
         train_trial = code.result()
+        if index == 0:
+            freeze_startup_objects()
         start_clean(device)
         train_trial(trial, trial["resume_from"])
 
@@ -75,6 +78,18 @@ def next_trial(group, index: int) -> dict | None:
             return None
         if "trial" in reply:
             return reply["trial"]
+
+
+def freeze_startup_objects() -> None:
+    """Leave what the process made before its first trial out of every later garbage collection.
+
+    The imports (torch, timm, DeepSpeed, Ray) leave about half a million objects that a full collection
+    walks each time: 0.22 s on 2 CPU cores at each trial's start (``start_clean``) and in every
+    automatic full collection while a trial trains.  Frozen before the first trial, so that nothing a
+    trial makes is frozen: collections still free every trial's model and engine.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def start_clean(device: torch.device) -> None:

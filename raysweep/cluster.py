@@ -175,8 +175,11 @@ def local_num_cpus(trials: list[TrialParams]) -> int:
     return max(os.cpu_count() or 1, int(-(-largest // 1)) + 1)
 
 
-def start_local(num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: bool = True) -> None:
-    """A fresh local Ray instance; first stop one that a killed raysweep driver left behind."""
+def start_local(
+    num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: bool = True, env_vars: dict[str, str] | None = None
+) -> None:
+    """A fresh local Ray instance; first stop one that a killed raysweep driver left behind. ``env_vars``:
+    more environment for every process of the sweep (``bytecode_cache.use_bytecode_cache``'s)."""
     import ray
 
     stop_orphaned_local_ray()
@@ -192,7 +195,7 @@ def start_local(num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: boo
         num_cpus=num_cpus,
         include_dashboard=dashboard,
         dashboard_host=dashboard_host,
-        runtime_env=project_runtime_env(local=True),
+        runtime_env=project_runtime_env(local=True, env_vars=env_vars),
         logging_level="WARNING",
         log_to_driver=True,
     )
@@ -289,12 +292,12 @@ def check_reachable(address: str) -> None:
         ) from None
 
 
-def join(address: str) -> None:
+def join(address: str, env_vars: dict[str, str] | None = None) -> None:
     import ray
 
     check_reachable(address)
     try:
-        ray.init(address=address, runtime_env=project_runtime_env(), logging_level="WARNING")
+        ray.init(address=address, runtime_env=project_runtime_env(env_vars=env_vars), logging_level="WARNING")
     except (ConnectionError, ValueError) as e:
         raise UsageError(f"--address {address}: cannot join a Ray cluster there ({e})") from None
 
@@ -306,12 +309,12 @@ TRAIN_ENV = {"RAY_TRAIN_V2_ENABLED": "1", "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "
 LOCAL_TRAIN_ENV = {"RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0"}
 
 
-def project_runtime_env(local: bool = False) -> dict:
+def project_runtime_env(local: bool = False, env_vars: dict[str, str] | None = None) -> dict:
     """Ship the project's own packages to every node: nodes need only the dependencies."""
     root = Path(__file__).resolve().parent.parent
     return {
         "py_modules": [str(root / pkg) for pkg in ("raysweep", "trainers")],
-        "env_vars": {**TRAIN_ENV, **(LOCAL_TRAIN_ENV if local else {})},
+        "env_vars": {**TRAIN_ENV, **(LOCAL_TRAIN_ENV if local else {}), **(env_vars or {})},
         # runs in every worker process as it starts: drops the CPU ranks' meaningless start-up lines
         "worker_process_setup_hook": "trainers.quiet.quiet_worker",
     }

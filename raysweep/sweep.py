@@ -16,6 +16,7 @@ from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from raysweep import cluster
+from raysweep.bytecode_cache import use_bytecode_cache
 from raysweep.cluster import DRIVER_CPU, Capacity
 from raysweep.economy import economy_line, sweep_economy
 from raysweep.options import SweepOptions
@@ -55,8 +56,9 @@ def run_sweep(
     instead, with notes; the first group then starts after its search.
     """
     try:
+        bytecode = use_bytecode_cache()
         import_train_torch_in_background()
-        connect(options, options.address, static)
+        connect(options, options.address, static, bytecode)
         with worker_groups(options, store) as groups:
             trials, notes = plan_on_cluster(options, space, groups, fit_batches)
             for line in [*notes, trial_table(trials), *watch_hints(store.root)]:
@@ -108,7 +110,8 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
     recorded = info.get("cluster", {}).get("address", "local")
     address = options.address or (None if recorded == "local" else recorded)
     try:
-        connect(options, address, [TrialParams.from_dict(t) for t in info.get("trials", [])])
+        bytecode = use_bytecode_cache()
+        connect(options, address, [TrialParams.from_dict(t) for t in info.get("trials", [])], bytecode)
         print(f"resuming sweep {store.sweep}: {len(store.finished_params())} trials already have rows")
         with worker_groups(options, store):
             tuner = tune.Tuner.restore(
@@ -191,11 +194,11 @@ def trial_dirname(trial) -> str:
     return trial.trial_id
 
 
-def connect(options: SweepOptions, address: str | None, trials: list[TrialParams]) -> None:
+def connect(options: SweepOptions, address: str | None, trials: list[TrialParams], env_vars: dict[str, str]) -> None:
     if address:
-        cluster.join(address)
+        cluster.join(address, env_vars)
     else:
-        cluster.start_local(cluster.local_num_cpus(trials), options.dashboard_host, dashboard=options.dashboard)
+        cluster.start_local(cluster.local_num_cpus(trials), options.dashboard_host, options.dashboard, env_vars)
     plain_log_output()
     quiet_forwarded_logs()
     print(f"Ray's logs: {logs_location()}")

@@ -16,6 +16,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # What the ranks import (sympy through torch's compiler stack, which DeepSpeed and torchvision import).
@@ -36,14 +38,19 @@ def bytecode_cache_env(packages: tuple[str, ...] = PACKAGES, cache_dir: Path = C
     return {"PYTHONPYCACHEPREFIX": str(cache_dir.expanduser()), "PYTHONDONTWRITEBYTECODE": ""}
 
 
-def use_bytecode_cache(packages: tuple[str, ...] = PACKAGES, cache_dir: Path = CACHE_DIR) -> dict[str, str]:
-    """Where a sweep needs the cache (``bytecode_cache_env``), this process's later imports use and fill
-    it; the environment variables that give it to the sweep's other processes (Ray's runtime environment)."""
+@contextmanager
+def bytecode_cache(packages: tuple[str, ...] = PACKAGES, cache_dir: Path = CACHE_DIR) -> Iterator[dict[str, str]]:
+    """Where a sweep needs the cache (``bytecode_cache_env``), this process's imports use and fill it
+    while the sweep runs; gives the environment variables that give it to the sweep's other processes
+    (Ray's runtime environment)."""
     env = bytecode_cache_env(packages, cache_dir)
+    saved = sys.pycache_prefix, sys.dont_write_bytecode
     if env:
-        sys.pycache_prefix = env["PYTHONPYCACHEPREFIX"]
-        sys.dont_write_bytecode = False
-    return env
+        sys.pycache_prefix, sys.dont_write_bytecode = env["PYTHONPYCACHEPREFIX"], False
+    try:
+        yield env
+    finally:
+        sys.pycache_prefix, sys.dont_write_bytecode = saved
 
 
 def package_dirs(packages: tuple[str, ...]) -> list[Path]:

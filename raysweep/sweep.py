@@ -16,7 +16,7 @@ from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from raysweep import cluster
-from raysweep.bytecode_cache import use_bytecode_cache
+from raysweep.bytecode_cache import bytecode_cache
 from raysweep.cluster import DRIVER_CPU, Capacity
 from raysweep.economy import economy_line, sweep_economy
 from raysweep.options import SweepOptions
@@ -55,21 +55,21 @@ def run_sweep(
     (``--find-max-batch``) runs on the connected cluster after planning and returns the trials to run
     instead, with notes; the first group then starts after its search.
     """
-    try:
-        bytecode = use_bytecode_cache()
-        import_train_torch_in_background()
-        connect(options, options.address, static, bytecode)
-        with worker_groups(options, store) as groups:
-            trials, notes = plan_on_cluster(options, space, groups, fit_batches)
-            for line in [*notes, trial_table(trials), *watch_hints(store.root)]:
-                print(line)
-            store.write_sweep_json(sweep_manifest(options, space, sweep, trials, notes))
-            callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))]
-            started = time.time()
-            fit_trials(trials_tuner(options, store, trials, callbacks))
-        return summarise(store, options, time.time() - started, launched_at)
-    finally:
-        ray.shutdown()
+    with bytecode_cache() as bytecode:
+        try:
+            import_train_torch_in_background()
+            connect(options, options.address, static, bytecode)
+            with worker_groups(options, store) as groups:
+                trials, notes = plan_on_cluster(options, space, groups, fit_batches)
+                for line in [*notes, trial_table(trials), *watch_hints(store.root)]:
+                    print(line)
+                store.write_sweep_json(sweep_manifest(options, space, sweep, trials, notes))
+                callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))]
+                started = time.time()
+                fit_trials(trials_tuner(options, store, trials, callbacks))
+            return summarise(store, options, time.time() - started, launched_at)
+        finally:
+            ray.shutdown()
 
 
 def plan_on_cluster(
@@ -109,24 +109,24 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
     info = store.read_sweep_json()
     recorded = info.get("cluster", {}).get("address", "local")
     address = options.address or (None if recorded == "local" else recorded)
-    try:
-        bytecode = use_bytecode_cache()
-        connect(options, address, [TrialParams.from_dict(t) for t in info.get("trials", [])], bytecode)
-        print(f"resuming sweep {store.sweep}: {len(store.finished_params())} trials already have rows")
-        with worker_groups(options, store):
-            tuner = tune.Tuner.restore(
-                str(store.root / TUNE_DIR),
-                trainable=trainable(),
-                resume_unfinished=True,
-                resume_errored=False,
-                restart_errored=options.retry_failed,
-            )
-            started = time.time()
-            fit_trials(tuner)
-        # its trials' rows span the runs before it: a wall from this launch would not measure them
-        return summarise(store, options, time.time() - started, launched_at=None)
-    finally:
-        ray.shutdown()
+    with bytecode_cache() as bytecode:
+        try:
+            connect(options, address, [TrialParams.from_dict(t) for t in info.get("trials", [])], bytecode)
+            print(f"resuming sweep {store.sweep}: {len(store.finished_params())} trials already have rows")
+            with worker_groups(options, store):
+                tuner = tune.Tuner.restore(
+                    str(store.root / TUNE_DIR),
+                    trainable=trainable(),
+                    resume_unfinished=True,
+                    resume_errored=False,
+                    restart_errored=options.retry_failed,
+                )
+                started = time.time()
+                fit_trials(tuner)
+            # its trials' rows span the runs before it: a wall from this launch would not measure them
+            return summarise(store, options, time.time() - started, launched_at=None)
+        finally:
+            ray.shutdown()
 
 
 TUNE_DIR = "_tune"

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from raysweep import bytecode_cache
-from raysweep.bytecode_cache import bytecode_cache_env, bytecode_is_current, keeps_bytecode, use_bytecode_cache
+from raysweep.bytecode_cache import bytecode_cache, bytecode_cache_env, bytecode_is_current, keeps_bytecode
 
 
 @pytest.fixture
@@ -51,7 +50,7 @@ def test_a_package_keeps_its_bytecode_when_current_or_when_python_can_write_it_a
     assert not keeps_bytecode(package)
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     assert keeps_bytecode(package)  # Python rewrites it at the next import
-    monkeypatch.setattr(bytecode_cache.os, "access", lambda path, mode: False)  # a read-only mount
+    monkeypatch.setattr("raysweep.bytecode_cache.os.access", lambda path, mode: False)  # a read-only mount
     assert not keeps_bytecode(package)
 
 
@@ -63,7 +62,7 @@ def test_no_cache_where_the_packages_keep_their_bytecode(package, monkeypatch):
 def test_a_cache_under_the_users_home_where_a_package_recompiles_in_every_process(package, monkeypatch):
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     touch_later(package / "util.py")
-    monkeypatch.setattr(bytecode_cache.os, "access", lambda path, mode: False)
+    monkeypatch.setattr("raysweep.bytecode_cache.os.access", lambda path, mode: False)
     env = bytecode_cache_env(("tinypkg",), cache_dir=Path("~/cache-here"))
     assert env == {"PYTHONPYCACHEPREFIX": str(Path.home() / "cache-here"), "PYTHONDONTWRITEBYTECODE": ""}
 
@@ -82,15 +81,16 @@ def test_a_prefix_the_user_chose_is_left_as_it_is(package, monkeypatch):
     assert bytecode_cache_env(("tinypkg",)) == {}
 
 
-def test_this_process_then_writes_and_reads_bytecode_in_the_cache(package, monkeypatch, tmp_path):
+def test_this_process_writes_and_reads_bytecode_in_the_cache_while_the_sweep_runs(package, monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "pycache_prefix", None)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     touch_later(package / "util.py")
-    env = use_bytecode_cache(("tinypkg",), tmp_path / "cache")
-    assert sys.pycache_prefix == env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "cache")
-    assert not sys.dont_write_bytecode
-    monkeypatch.delitem(sys.modules, "tinypkg.util", raising=False)
-    import tinypkg.util  # noqa: F401
+    with bytecode_cache(("tinypkg",), tmp_path / "cache") as env:
+        assert sys.pycache_prefix == env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "cache")
+        assert not sys.dont_write_bytecode
+        monkeypatch.delitem(sys.modules, "tinypkg.util", raising=False)
+        import tinypkg.util  # noqa: F401
 
-    assert Path(importlib.util.cache_from_source(str(package / "util.py"))).is_file()
-    assert str(importlib.util.cache_from_source(str(package / "util.py"))).startswith(str(tmp_path / "cache"))
+        cached = Path(importlib.util.cache_from_source(str(package / "util.py")))
+        assert cached.is_file() and cached.is_relative_to(tmp_path / "cache")
+    assert sys.pycache_prefix is None and sys.dont_write_bytecode  # as the caller had them

@@ -91,15 +91,22 @@ def free_port() -> int:
 
 
 def cold_floor(model_name: str, batch: int, timeout_s: float = 600) -> dict:
-    """Run the floor in a fresh subprocess (this one's environment) and return its figures.
+    """Run the floor in a fresh subprocess (this one's environment, and the bytecode cache a sweep's
+    processes get here: ``raysweep.bytecode_cache``) and return its figures.
 
     ``floor_s`` is from asking for the process to its first step's end; ``engine_ready_s`` to the end
     of the engine's build (the mark ``setup_s`` corresponds to: a trial's setup ends as its first step starts).
     """
+    from raysweep.bytecode_cache import bytecode_cache_env
+
     launched_at = time.time()
     command = [sys.executable, "-m", "raysweep.cold_floor", "--model", model_name, "--batch", str(batch)]
     proc = subprocess.run(
-        [*command, "--launched-at", repr(launched_at)], capture_output=True, text=True, timeout=timeout_s
+        [*command, "--launched-at", repr(launched_at)],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env={**os.environ, **bytecode_cache_env()},
     )
     if proc.returncode != 0:
         raise RuntimeError(f"cold floor: {' '.join(command)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")

@@ -179,7 +179,7 @@ def start_local(
     num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: bool = True, env_vars: dict[str, str] | None = None
 ) -> None:
     """A fresh local Ray instance; first stop one that a killed raysweep driver left behind. ``env_vars``:
-    more environment for every process of the sweep (``bytecode_cache.use_bytecode_cache``'s)."""
+    more environment for every process of the sweep (``raysweep.bytecode_cache.bytecode_cache``'s)."""
     import ray
 
     stop_orphaned_local_ray()

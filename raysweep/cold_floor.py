@@ -22,6 +22,8 @@ import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
+from raysweep.bytecode_cache import bytecode_cache  # noqa: E402  (standard library only)
+
 
 def measure(model_name: str, batch: int) -> dict[str, float]:
     """Each phase's end, seconds since this process started its first line of Python."""
@@ -91,14 +93,11 @@ def free_port() -> int:
 
 
 def cold_floor(model_name: str, batch: int, timeout_s: float = 600) -> dict:
-    """Run the floor in a fresh subprocess (this one's environment, and the bytecode cache a sweep's
-    processes get here: ``raysweep.bytecode_cache``) and return its figures.
+    """Run the floor in a fresh subprocess (this one's environment) and return its figures.
 
     ``floor_s`` is from asking for the process to its first step's end; ``engine_ready_s`` to the end
     of the engine's build (the mark ``setup_s`` corresponds to: a trial's setup ends as its first step starts).
     """
-    from raysweep.bytecode_cache import bytecode_cache_env
-
     launched_at = time.time()
     command = [sys.executable, "-m", "raysweep.cold_floor", "--model", model_name, "--batch", str(batch)]
     proc = subprocess.run(
@@ -106,7 +105,6 @@ def cold_floor(model_name: str, batch: int, timeout_s: float = 600) -> dict:
         capture_output=True,
         text=True,
         timeout=timeout_s,
-        env={**os.environ, **bytecode_cache_env()},
     )
     if proc.returncode != 0:
         raise RuntimeError(f"cold floor: {' '.join(command)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
@@ -127,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=128, help="micro batch of the one step")
     p.add_argument("--launched-at", type=float, help="time.time() when the parent started this process")
     args = p.parse_args(argv)
-    phases = measure(args.model, args.batch)
+    # Under the bytecode cache a sweep's processes would get here: the floor and a sweep's setup are compared
+    # under one condition, whether bench or a user starts this command.
+    with bytecode_cache():
+        phases = measure(args.model, args.batch)
     # interpreter start and the -m lookup happen before this module's first line: counted when known
     startup = STARTED_AT - args.launched_at if args.launched_at is not None else 0.0
     result = {

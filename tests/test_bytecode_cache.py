@@ -4,6 +4,7 @@ import importlib.util
 import os
 import py_compile
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,16 @@ def test_this_process_writes_and_reads_bytecode_in_the_cache_while_the_sweep_run
         cached = Path(importlib.util.cache_from_source(str(package / "util.py")))
         assert cached.is_file() and cached.is_relative_to(tmp_path / "cache")
     assert sys.pycache_prefix is None and sys.dont_write_bytecode  # as the caller had them
+
+
+def test_the_cold_floor_command_measures_under_the_cache_a_sweep_would_get(package, tmp_path, monkeypatch, capsys):
+    from raysweep import cold_floor
+
+    touch_later(package / "util.py")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setattr(cold_floor, "bytecode_cache", partial(bytecode_cache, ("tinypkg",), tmp_path / "cache"))
+    seen = []
+    monkeypatch.setattr(cold_floor, "measure", lambda model, batch: seen.append(sys.pycache_prefix) or {"engine": 1.0})
+    assert cold_floor.main(["--batch", "8"]) == 0
+    assert seen == [str(tmp_path / "cache")]
+    assert sys.pycache_prefix is None

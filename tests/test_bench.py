@@ -32,8 +32,10 @@ def test_a_sweep_of_one_trial_has_no_later_figure():
         [{"started_at": at(0), "setup_s": 16.0}], {"median_later_setup_s": None}, {"floor_s": 14.0}
     )
     assert against["later_over_floor_s"] is None and against["first_over_floor_s"] == 2.0
-    floor = {"floor_s": 14.0, "batch": 32, "since_launch_s": {"first step": 14.0}, "command": "python -m x"}
-    assert "no later trial" in floor_lines(floor, against)[-1] and "(+2.0)" in floor_lines(floor, against)[-1]
+    floor = {"floor_s": 14.0, "first_process_floor_s": 29.5, "batch": 32, "since_launch_s": {"first step": 14.0}}
+    lines = floor_lines({**floor, "command": "python -m x"}, against)
+    assert "no later trial" in lines[-1] and "(+2.0)" in lines[-1]
+    assert "14.0 s to the first step's end (the host's first such process, filling the caches: 29.5 s)" in lines[0]
 
 
 def test_the_full_stack_runs_the_model_at_the_resolution_of_the_plain_loop():

@@ -29,6 +29,7 @@ def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
     floor = result["cold_floor"]
     phases = list(floor["since_launch_s"].values())
     assert phases == sorted(phases) and floor["floor_s"] == phases[-1] > floor["startup_s"] >= 0
+    assert floor["first_process_floor_s"] > 0  # the process that warmed the caches, reported beside it
     against = result["setup_against_floor"]
     assert against["first_setup_s"] > 0 and against["median_later_setup_s"] > 0
     assert 0 < result["economy"]["duty_cycle"] < 1 and result["economy"]["wall_s"] > 0

@@ -101,10 +101,7 @@ def cold_floor(model_name: str, batch: int, timeout_s: float = 600) -> dict:
     launched_at = time.time()
     command = [sys.executable, "-m", "raysweep.cold_floor", "--model", model_name, "--batch", str(batch)]
     proc = subprocess.run(
-        [*command, "--launched-at", repr(launched_at)],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
+        [*command, "--launched-at", repr(launched_at)], capture_output=True, text=True, timeout=timeout_s
     )
     if proc.returncode != 0:
         raise RuntimeError(f"cold floor: {' '.join(command)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")

@@ -97,7 +97,7 @@ def test_this_process_writes_and_reads_bytecode_in_the_cache_while_the_sweep_run
     assert sys.pycache_prefix is None and sys.dont_write_bytecode  # as the caller had them
 
 
-def test_the_cold_floor_command_measures_under_the_cache_a_sweep_would_get(package, tmp_path, monkeypatch, capsys):
+def test_the_cold_floor_command_measures_under_the_cache_a_sweep_would_get(package, tmp_path, monkeypatch):
     from raysweep import cold_floor
 
     touch_later(package / "util.py")

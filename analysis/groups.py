@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 
 import pandas as pd
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 
 # Parameters that never make two trials different experiments: where the data lives, and the seed
 # (trials differing only in seed are repeats of one configuration).

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analysis.errors import AnalysisError
-from raysweep.errors import UsageError
-from raysweep.store import read_table
+from raysweep.core.errors import UsageError
+from raysweep.core.store import read_table
 
 REQUIRED_TRIAL_COLUMNS = ("trial_id", "status", "num_workers", "micro_batch_per_worker", "train_time_s", "throughput")
 # val_accuracy may be empty throughout (synthetic data has no held-out split): accuracy sections then say so.

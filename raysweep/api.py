@@ -21,13 +21,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from raysweep.cluster import check_local_fit, check_reachable
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
+from raysweep.core.store import ResultStore, check_name, read_table
 from raysweep.max_batch import SearchLimits, configurations, max_batch_path
 from raysweep.options import SweepOptions
-from raysweep.params import TrialParams
+from raysweep.runtime.capacity import check_local_fit
+from raysweep.runtime.cluster import check_reachable
 from raysweep.space import SearchSpace, load_space, space_from_mapping
-from raysweep.store import ResultStore, check_name, read_table
 
 
 @dataclass

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from raysweep.errors import UsageError
-from raysweep.params import TrialParams, choose
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams, choose
 
 
 def check_trial(params: TrialParams, *, local_files: bool = True) -> None:

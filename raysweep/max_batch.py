@@ -23,10 +23,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from raysweep.errors import UsageError
-from raysweep.params import TrialParams
-from raysweep.schema import MAX_BATCH
-from raysweep.store import ResultStore
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
+from raysweep.core.schema import MAX_BATCH
+from raysweep.core.store import ResultStore
 
 # A probe is 2 warm-up steps (memory settles: the optimizer state exists after the first step)
 # and 3 timed ones (a first throughput), in one epoch without checkpoints or a profiled window.

@@ -16,7 +16,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
+from raysweep.core.store import ResultStore, atomic_write_table
 from raysweep.max_batch import (
     ProbeOutcome,
     SearchLimits,
@@ -27,9 +29,7 @@ from raysweep.max_batch import (
     max_batch_table,
 )
 from raysweep.options import SweepOptions
-from raysweep.params import TrialParams
 from raysweep.recorder import ResultTablesCallback
-from raysweep.store import ResultStore, atomic_write_table
 from raysweep.sweep import fit_trials, trials_tuner, worker_groups
 
 

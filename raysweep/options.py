@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
 from raysweep.max_batch import SearchLimits
 from raysweep.trackers import check_trackers
 
@@ -23,7 +23,7 @@ class SweepOptions:
     dashboard: bool = True
     dashboard_host: str = "127.0.0.1"
     report: bool = True
-    share_workers: bool = True  # trials of one shape reuse a worker group (raysweep.worker_groups)
+    share_workers: bool = True  # trials of one shape reuse a worker group (raysweep.runtime.worker_groups)
     log_to: tuple[str, ...] = ()  # experiment trackers: mlflow, wandb
     retry_failed: bool = False  # resume only: run failed trials again
     command: tuple[str, ...] = ()  # what started the sweep, recorded in sweep.json

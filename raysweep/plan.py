@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from raysweep.checks import check_trial
-from raysweep.cluster import Capacity, Demand, check_local_fit, local_num_cpus
-from raysweep.errors import UsageError
-from raysweep.params import TrialParams
-from raysweep.schema import params_row
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
+from raysweep.core.schema import params_row
+from raysweep.runtime.capacity import Capacity, Demand, check_local_fit, local_num_cpus
 from raysweep.space import SearchSpace
 from raysweep.text_table import format_table
 

@@ -13,38 +13,17 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from ray.tune import Callback
 
-from raysweep.params import TrialParams
-
-if TYPE_CHECKING:
-    from raysweep.sweep_metrics import SweepMetrics
+from raysweep.core.params import TrialParams
+from raysweep.sweep_metrics import SweepCounts, SweepMetrics
 
 # Tune's trial statuses, grouped into what a person watching a sweep cares about.
 RUNNING_STATES = ("RUNNING", "PAUSED")
 METRICS_EVERY_S = 5.0
 CONTROL_CHARS = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x1f\x7f]")  # escape sequences whole, then any C0
-
-
-@dataclass
-class SweepCounts:
-    total: int
-    completed: int = 0
-    failed: int = 0
-    running: int = 0
-    best_throughput: float | None = None
-    done_fraction: float = 0.0  # finished trials count 1, running ones the share of their epochs done
-
-    @property
-    def finished(self) -> int:
-        return self.completed + self.failed
-
-    @property
-    def pending(self) -> int:
-        return max(0, self.total - self.finished - self.running)
 
 
 def estimate_remaining(elapsed_s: float, done_fraction: float) -> float | None:

@@ -2,7 +2,7 @@
 
 The views ``trials``, ``epochs`` and ``ranks`` read every sweep under ``--results-dir``
 (``<dir>/*/<table>/*.parquet``), or one sweep with ``--sweep``. Each view always has every
-column of its schema in raysweep.schema, even before any file exists, so queries written
+column of its schema in raysweep.core.schema, even before any file exists, so queries written
 against the schema work on a sweep that has not finished (or started) yet.
 """
 
@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from raysweep.errors import UsageError
-from raysweep.schema import TABLES
-from raysweep.store import check_name
+from raysweep.core.errors import UsageError
+from raysweep.core.schema import TABLES
+from raysweep.core.store import check_name
 
 DEFAULT_RESULTS_DIR = "./raysweep-results"
 OUTPUT_FORMATS = (".csv", ".parquet")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from ray.tune import Callback
 
-from raysweep.errors import is_out_of_memory
-from raysweep.params import TrialParams
-from raysweep.schema import (
+from raysweep.core.errors import is_out_of_memory
+from raysweep.core.params import TrialParams
+from raysweep.core.schema import (
     EPOCH_KEY,
     RANKS_KEY,
     TRIAL_KEY,
@@ -28,7 +28,7 @@ from raysweep.schema import (
     params_row,
     row_of,
 )
-from raysweep.store import ResultStore
+from raysweep.core.store import ResultStore
 
 
 def error_summary(text: str) -> str:

@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from raysweep.errors import UsageError
-from raysweep.params import TrialParams
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
 
 SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
 DISTRIBUTIONS = {"uniform": 2, "loguniform": 2, "randint": 2, "choice": 1}

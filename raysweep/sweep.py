@@ -15,25 +15,25 @@ import ray
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
-from raysweep import cluster
-from raysweep.bytecode_cache import bytecode_cache
-from raysweep.cluster import DRIVER_CPU, Capacity
+from raysweep.core.params import TrialParams
+from raysweep.core.store import ResultStore
 from raysweep.economy import economy_line, sweep_economy
 from raysweep.options import SweepOptions
-from raysweep.params import TrialParams
 from raysweep.plan import first_trial, plan_trials, trial_table
 from raysweep.progress import ProgressCallback
-from raysweep.ray_logs import logs_location, plain_log_output, quiet_forwarded_logs
 from raysweep.recorder import ResultTablesCallback
-from raysweep.searcher import FitSearcher
+from raysweep.runtime import cluster
+from raysweep.runtime.bytecode_cache import bytecode_cache
+from raysweep.runtime.capacity import DRIVER_CPU, Capacity, local_num_cpus
+from raysweep.runtime.ray_logs import logs_location, plain_log_output, quiet_forwarded_logs
+from raysweep.runtime.searcher import FitSearcher
+from raysweep.runtime.train_run import import_train_torch_in_background
+from raysweep.runtime.worker_groups import WorkerGroups, group_pool
 from raysweep.space import SearchSpace
-from raysweep.store import ResultStore
 from raysweep.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.tensorboard_logger import TensorBoardCallback
 from raysweep.text_table import format_table
 from raysweep.trackers import tracker_callbacks
-from raysweep.train_run import import_train_torch_in_background
-from raysweep.worker_groups import WorkerGroups, group_pool
 
 
 def run_sweep(
@@ -184,7 +184,7 @@ def trials_tuner(options: SweepOptions, store: ResultStore, trials: list[TrialPa
 
 
 def trainable():
-    from raysweep.driver import train_driver_fn
+    from raysweep.runtime.driver import train_driver_fn
 
     # The trial's own process needs only a sliver of CPU; its workers reserve theirs through Ray Train.
     return tune.with_resources(train_driver_fn, {"cpu": DRIVER_CPU})
@@ -198,7 +198,7 @@ def connect(options: SweepOptions, address: str | None, trials: list[TrialParams
     if address:
         cluster.join(address, env_vars)
     else:
-        cluster.start_local(cluster.local_num_cpus(trials), options.dashboard_host, options.dashboard, env_vars)
+        cluster.start_local(local_num_cpus(trials), options.dashboard_host, options.dashboard, env_vars)
     plain_log_output()
     quiet_forwarded_logs()
     print(f"Ray's logs: {logs_location()}")

@@ -3,8 +3,25 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
-from raysweep.progress import SweepCounts
+
+@dataclass
+class SweepCounts:
+    total: int
+    completed: int = 0
+    failed: int = 0
+    running: int = 0
+    best_throughput: float | None = None
+    done_fraction: float = 0.0  # finished trials count 1, running ones the share of their epochs done
+
+    @property
+    def finished(self) -> int:
+        return self.completed + self.failed
+
+    @property
+    def pending(self) -> int:
+        return max(0, self.total - self.finished - self.running)
 
 
 class SweepMetrics:

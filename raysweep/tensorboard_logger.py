@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ray.tune.logger import LoggerCallback
 
-from raysweep.params import TrialParams
-from raysweep.schema import EPOCH_KEY, RANKS_KEY
+from raysweep.core.params import TrialParams
+from raysweep.core.schema import EPOCH_KEY, RANKS_KEY
 
 # Written per epoch from the ``epochs`` row; rank figures from each rank's row.
 EPOCH_SCALARS = {

@@ -6,7 +6,7 @@ import os
 from importlib.util import find_spec
 from pathlib import Path
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
 
 TRACKERS = ("mlflow", "wandb")
 

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 import yaml
 
 from raysweep.api import check_space, needs_missing_gpu, resolve_space, resume_sweep, run_planned, sweep_name
-from raysweep.cluster import Capacity
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
 from raysweep.max_batch import SearchLimits, search_plan
 from raysweep.options import SweepOptions
-from raysweep.params import TrialParams
 from raysweep.plan import local_capacity, plan_trials, trial_table
+from raysweep.runtime.capacity import Capacity
 from raysweep.space import SearchSpace, list_spaces, load_yaml
 from raysweep.trackers import TRACKERS
 
@@ -268,7 +268,7 @@ def run(command: Command) -> int:
 
 
 def joined_capacity(address: str) -> Capacity:
-    from raysweep.cluster import join
+    from raysweep.runtime.cluster import join
 
     join(address)
     return Capacity.of_cluster()

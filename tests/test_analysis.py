@@ -21,7 +21,7 @@ from analysis.findings import headlines
 from analysis.groups import BATCH, STRONG, find_groups
 from analysis.load import load_sweep
 from analysis.report import configuration_labels
-from raysweep.store import ResultStore
+from raysweep.core.store import ResultStore
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CONFIG = {

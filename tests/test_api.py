@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import raysweep
-from raysweep.errors import UsageError
-from raysweep.store import ResultStore
+from raysweep.core.errors import UsageError
+from raysweep.core.store import ResultStore
 from tests.cli_helpers import no_sweep_starts  # noqa: F401
 
 
@@ -62,7 +62,7 @@ def test_load_sweep_of_a_directory_without_a_sweep_is_a_usage_error(tmp_path):
 
 
 def test_ray_chatter_is_recognised_and_raysweep_lines_are_not():
-    from raysweep.ray_logs import is_chatter
+    from raysweep.runtime.ray_logs import is_chatter
 
     assert is_chatter("Reporting training result 3: TrainingReport(checkpoint=None, metrics={...}) from rank 0")
     assert is_chatter("Failed to query Ray Train Controller actor state. State API may be temporarily unavailable.")
@@ -70,7 +70,7 @@ def test_ray_chatter_is_recognised_and_raysweep_lines_are_not():
 
 
 def test_the_placement_group_cleaners_lines_are_all_chatter_and_trial_workers_are_not():
-    from raysweep.ray_logs import is_chattering_actor
+    from raysweep.runtime.ray_logs import is_chattering_actor
 
     assert is_chattering_actor("PlacementGroupCleaner")
     assert not is_chattering_actor("RayTrainWorker")
@@ -80,7 +80,7 @@ def test_the_placement_group_cleaners_lines_are_all_chatter_and_trial_workers_ar
 def test_forwarded_worker_lines_lose_the_chatter_and_keep_the_rest():
     from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
 
-    from raysweep.ray_logs import PRINTER, quiet_forwarded_logs
+    from raysweep.runtime.ray_logs import PRINTER, quiet_forwarded_logs
 
     printed, saved = [], list(dispatcher.handlers)
     dispatcher.handlers = [(PRINTER, printed.append)]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from analysis.__main__ import main as analysis_main
+from raysweep.core.store import ResultStore
 from raysweep.query import main as query_main
-from raysweep.store import ResultStore
 from raysweep.tune import main as tune_main
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from raysweep.bench import floor_lines, setup_against_floor, stack_overrides
+from raysweep.bench.stack import floor_lines, setup_against_floor, stack_overrides
 
 
 def at(second: int) -> datetime:

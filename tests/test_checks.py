@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from raysweep.checks import check_trial
-from raysweep.errors import UsageError
-from raysweep.params import TrialParams
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
 
 
 def params(**values) -> TrialParams:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from raysweep.space import SPACES_DIR
 from raysweep.tune import main
 from tests.cli_helpers import no_sweep_starts, table_rows  # noqa: F401

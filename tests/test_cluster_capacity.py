@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from raysweep.cluster import DRIVER_CPU, Capacity, Demand, local_num_cpus
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
+from raysweep.runtime.capacity import DRIVER_CPU, Capacity, Demand, local_num_cpus
 
 
 def nodes(*specs: tuple[float, float]) -> Capacity:

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from raysweep.cluster import GCS_PORT, RAY_CLIENT_PORT, bootstrap_endpoint, check_reachable, join
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
+from raysweep.runtime.cluster import GCS_PORT, RAY_CLIENT_PORT, bootstrap_endpoint, check_reachable, join
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from raysweep.cluster import RANKS_PER_CORE, MachineSize, check_local_fit
-from raysweep.errors import UsageError
-from raysweep.params import TrialParams
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
+from raysweep.runtime.capacity import RANKS_PER_CORE, MachineSize, check_local_fit
 
 TWO_CORES = MachineSize(cores=2, logical_cpus=2)
 SMT = MachineSize(cores=4, logical_cpus=8)

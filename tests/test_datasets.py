@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
 from trainers.datasets import DATASETS, check_data_dir, load_dataset, load_digits
 
 # (image index, channel, row, column, value): one marked pixel in every file

@@ -6,7 +6,7 @@ import inspect
 
 import pytest
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import build_deepspeed_config
 
 

@@ -12,14 +12,14 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import GRAD_CLIP_NORM
 from trainers.engines import ENGINES, build_engine, build_optimizer, lr_factor
 from trainers.engines.deepspeed import clips_outside_deepspeed
 
 
 def test_every_engine_parameter_value_has_an_engine():
-    from raysweep.params import ENGINES as ENGINE_NAMES
+    from raysweep.core.params import ENGINES as ENGINE_NAMES
 
     assert set(ENGINES) == set(ENGINE_NAMES)
 

@@ -1,6 +1,6 @@
 """Known answers of the epoch plan: warm-up after the start, profiled steps after the timed ones."""
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.train_loop import EpochPlan
 
 

@@ -21,7 +21,7 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import GRAD_CLIP_NORM
 from trainers.engines.fsdp import FSDPEngine
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from raysweep.errors import UsageError
-from raysweep.params import TrialParams
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
 from tests.image_folders import class_value, make_image_folder
 from trainers.batches import Batches, FolderLoading, make_batches, pad_crop
 from trainers.crops import val_crop

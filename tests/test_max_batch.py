@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
 from raysweep.max_batch import (
     MAX_BATCH,
     BatchSearch,
@@ -18,7 +19,6 @@ from raysweep.max_batch import (
     max_batch_table,
     probe_trials,
 )
-from raysweep.params import TrialParams
 
 
 class EdgeProbe:

@@ -6,7 +6,7 @@ import pytest
 
 import raysweep
 from raysweep.api import resume_sweep
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
 from raysweep.max_batch import SearchLimits
 from raysweep.options import SweepOptions
 from raysweep.tune import parse_command

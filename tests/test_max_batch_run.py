@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
+from raysweep.core.store import ResultStore, atomic_write_table
 from raysweep.max_batch import (
     ProbeOutcome,
     SearchLimits,
@@ -17,8 +19,6 @@ from raysweep.max_batch import (
 )
 from raysweep.max_batch_run import FitToEdges, edge_line, outcomes_of, round_line
 from raysweep.options import SweepOptions
-from raysweep.params import TrialParams
-from raysweep.store import ResultStore, atomic_write_table
 
 
 def params_json(params: TrialParams) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from raysweep.errors import is_out_of_memory
-from raysweep.params import TrialParams
+from raysweep.core.errors import is_out_of_memory
+from raysweep.core.params import TrialParams
 from trainers.hardware import peak_memory_gib
 from trainers.memory_budget import MemoryBudget
 

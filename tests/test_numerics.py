@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.numerics import gradient_reduce_dtype, set_math_modes
 
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from raysweep.errors import UsageError
-from raysweep.params import LR_RULES, TrialParams
+from raysweep.core.errors import UsageError
+from raysweep.core.params import LR_RULES, TrialParams
 
 
 def params(**values) -> TrialParams:

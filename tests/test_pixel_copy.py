@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from raysweep.errors import UsageError
-from raysweep.params import TrialParams
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
 from tests.image_folders import folder_with_a_large_image, write_image
 from tests.test_prepared import large_image_folder, trial_batches
 from trainers.crops import CropRecipe, back_to_back, crop_images, resized_to

@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from tests.image_folders import class_value, folder_with_a_large_image, write_image
 from trainers.batches import make_batches
 from trainers.datasets import load_dataset

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import ray.cloudpickle as cloudpickle
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from raysweep.progress import (
     ProgressCallback,
     SweepCounts,

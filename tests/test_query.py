@@ -11,9 +11,9 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 
+from raysweep.core.schema import TABLES
+from raysweep.core.store import ResultStore
 from raysweep.query import connect, main, run_query
-from raysweep.schema import TABLES
-from raysweep.store import ResultStore
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from raysweep.params import TrialParams
-from raysweep.schema import TABLES, schema_markdown
+from raysweep.core.params import TrialParams
+from raysweep.core.schema import TABLES, schema_markdown
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 

@@ -7,9 +7,8 @@ import types
 
 import pytest
 
-from raysweep.params import TrialParams
-from raysweep.recorder import ResultTablesCallback, peak_memory_in
-from raysweep.schema import (
+from raysweep.core.params import TrialParams
+from raysweep.core.schema import (
     EPOCH_KEY,
     EPOCHS,
     RANKS,
@@ -23,7 +22,8 @@ from raysweep.schema import (
     params_row,
     row_of,
 )
-from raysweep.store import ResultStore
+from raysweep.core.store import ResultStore
+from raysweep.recorder import ResultTablesCallback, peak_memory_in
 
 
 def trial(params: TrialParams):

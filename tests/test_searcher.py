@@ -7,9 +7,9 @@ import copy
 import pytest
 from ray.tune.search import Searcher
 
-from raysweep.cluster import Capacity
-from raysweep.params import TrialParams
-from raysweep.searcher import FitSearcher
+from raysweep.core.params import TrialParams
+from raysweep.runtime.capacity import Capacity
+from raysweep.runtime.searcher import FitSearcher
 
 BASE = {"sweep": "s", "storage_path": "/tmp/x", "collective_timeout_s": 60, "max_failures": 0}
 

@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
 from trainers.sequence_parallel import apply_sequence_parallel, build_groups, group_ranks
 from trainers.sequence_parallel_check import TokenShape, check_sequence_parallel, token_shape
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from raysweep.checks import check_trial
-from raysweep.errors import UsageError
-from raysweep.params import TrialParams
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
 from raysweep.space import SPACES_DIR, list_spaces, load_space, load_yaml, parse_space
 
 BUNDLED = sorted(SPACES_DIR.glob("*.yaml"))

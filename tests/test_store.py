@@ -8,10 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from raysweep import store as store_module
-from raysweep.errors import UsageError
-from raysweep.schema import EPOCHS, RANKS, TABLES, TRIALS
-from raysweep.store import ResultStore, check_name, read_table
+from raysweep.core import store as store_module
+from raysweep.core.errors import UsageError
+from raysweep.core.schema import EPOCHS, RANKS, TABLES, TRIALS
+from raysweep.core.store import ResultStore, check_name, read_table
 
 SWEEP = "batch_grid-20261202-120000"
 

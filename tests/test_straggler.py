@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.straggler import Straggler
 from trainers.timing import IntervalClock
 

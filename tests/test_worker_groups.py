@@ -6,9 +6,9 @@ from pathlib import Path
 
 from ray.train import Checkpoint
 
-from raysweep.params import TrialParams
-from raysweep.train_run import shape_of
-from raysweep.worker_groups import last_checkpoint, remember_checkpoint
+from raysweep.core.params import TrialParams
+from raysweep.runtime.train_run import shape_of
+from raysweep.runtime.worker_groups import last_checkpoint, remember_checkpoint
 
 
 def test_trials_differing_in_what_they_train_share_a_shape():

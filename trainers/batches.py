@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.crops import CropRecipe, crop_images, flip_chosen
 from trainers.datasets import ImageData
 from trainers.imagefolder import (

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
 from trainers.imagefolder import FolderIndex, check_imagefolder, index_imagefolder
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 
 # Large enough that DeepSpeed's own per-step logging never fires during a trial.
 QUIET_STEPS = 10**9

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from raysweep.params import parse_fault
+from raysweep.core.params import parse_fault
 
 
 class FaultInjector:

@@ -16,7 +16,7 @@ from typing import Protocol
 import torch
 from torch.utils.data import Dataset
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
 from trainers.crops import CropRecipe, back_to_back, crop_images, train_crop, val_crop
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")

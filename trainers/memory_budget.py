@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.hardware import peak_memory_gib
 
 

@@ -1,4 +1,4 @@
-"""What a rank measured, epoch by epoch, and the typed reports (raysweep/schema.py) it becomes."""
+"""What a rank measured, epoch by epoch, and the typed reports (raysweep/core/schema.py) it becomes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
-from raysweep.schema import EpochReport, RankReport, TrialReport
+from raysweep.core.schema import EpochReport, RankReport, TrialReport
 from trainers.flops import ComputeRate
 from trainers.timing import percentile
 

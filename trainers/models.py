@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
 
 # name -> (timm architecture, keyword arguments)
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 
 LOW_PRECISION = {"bf16": torch.bfloat16, "fp16": torch.float16}
 

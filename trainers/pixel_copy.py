@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
 from trainers.crops import resized_to, val_short_side
 from trainers.imagefolder import FolderIndex, FolderSplit, decode_file
 from trainers.node_cache import build_once, cache_root, map_in_processes, sampled_sizes, source_key

@@ -1,7 +1,7 @@
 """Quiet ranks: drop the start-up lines that torch and DeepSpeed print on every CPU rank and that tell a user nothing.
 
 Ray runs ``quiet_worker`` in every worker process as it starts (the runtime environment's
-``worker_process_setup_hook``, set in ``raysweep.cluster``), before a trial imports DeepSpeed.
+``worker_process_setup_hook``, set in ``raysweep.runtime.cluster``), before a trial imports DeepSpeed.
 Only these exact messages are dropped; every other warning and line still reaches the terminal.
 """
 

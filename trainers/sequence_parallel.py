@@ -26,7 +26,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
 
 
 @dataclass(frozen=True)

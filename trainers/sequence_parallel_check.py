@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from raysweep.errors import UsageError
-from raysweep.params import TrialParams
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
 
 SP_ENGINES = ("deepspeed", "ddp")
 SP_ZERO_STAGES = (0, 1, 2)

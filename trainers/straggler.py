@@ -23,7 +23,7 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.timing import IntervalClock
 
 Delay = Callable[[float], None]  # holds the rank for so many seconds

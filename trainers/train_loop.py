@@ -17,8 +17,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from raysweep.params import TrialParams
-from raysweep.schema import EPOCH_KEY, RANKS_KEY, TRIAL_ID_KEY, TRIAL_KEY
+from raysweep.core.params import TrialParams
+from raysweep.core.schema import EPOCH_KEY, RANKS_KEY, TRIAL_ID_KEY, TRIAL_KEY
 from trainers.batches import Batches, make_batches
 from trainers.checkpointing import discard, restore_checkpoint, save_checkpoint
 from trainers.comm_profile import ProfileWindow

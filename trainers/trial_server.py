@@ -4,7 +4,7 @@ What outlives a trial is the process: its imports (torch, timm, DeepSpeed), its 
 and the process group Ray Train set up, which together cost most of a trial's start-up.
 Nothing a trial builds survives it: model, engine, optimizer, data and seed are made again by
 ``train_trial``, compiled graphs are dropped, and the peak-memory counter starts again at what
-the process holds between trials.  The group (``raysweep.worker_groups.TrialGroup``) is an
+the process holds between trials.  The group (``raysweep.runtime.worker_groups.TrialGroup``) is an
 actor handle in ``config``; its replies are plain values, so nothing here imports it.
 
 A group's process is new when its first trial comes: while it waits for it, it imports the trials'

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from raysweep.store import read_table
+from raysweep.core.store import read_table
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import json
 
 import pyarrow.parquet as pq
 
-from raysweep.store import read_table
+from raysweep.core.store import read_table
 from tests.integration.conftest import explain, run_cli
 
 BUDGET_GIB = 1.27

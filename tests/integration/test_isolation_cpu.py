@@ -5,7 +5,7 @@
 2. micro batch 16, seed 0: the same trial without the fault;
 3. micro batch 16, seed 1.
 
-By default trials of one shape share a worker group's processes (``raysweep.worker_groups``): trials 0
+By default trials of one shape share a worker group's processes (``raysweep.runtime.worker_groups``): trials 0
 and 1 run in one, the failure ends it, trials 2 and 3 run in the next.  On CPU ``peak_mem_gib`` is the
 process's ``VmHWM``, reset between trials: trial 1 reports less than trial 0 only if the reset works.
 With ``--no-shared-workers`` every trial has processes of its own.

@@ -11,7 +11,7 @@ from tests.integration.conftest import REPO
 # In a process of its own, as the CLI runs: this test process stays free of a Ray instance.
 CHECK = """
 import psutil, ray
-from raysweep.cluster import start_local
+from raysweep.runtime.cluster import start_local
 
 start_local(2, dashboard=False)
 

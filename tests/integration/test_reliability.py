@@ -151,7 +151,7 @@ def test_a_silent_rank_fails_the_trial_at_the_collective_timeout(tmp_path):
 WRITER = """
 import sys, pyarrow as pa
 from pathlib import Path
-from raysweep.store import atomic_write_table
+from raysweep.core.store import atomic_write_table
 rows = pa.table({"x": list(range(200_000))})
 i = 0
 while True:

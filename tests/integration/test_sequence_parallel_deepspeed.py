@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from tests.test_sequence_parallel import BATCH, free_port, tiny_batch, tiny_vit
 from trainers.deepspeed_config import build_deepspeed_config
 from trainers.sequence_parallel import apply_sequence_parallel, build_groups

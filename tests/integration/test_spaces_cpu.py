@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from raysweep.params import LR_RULES
+from raysweep.core.params import LR_RULES
 from tests.integration.conftest import explain, run_cli, table
 
 SHRINK = ("--epochs", "1", "--no-report", "--no-dashboard")

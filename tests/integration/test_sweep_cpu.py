@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from raysweep.schema import TRIALS
+from raysweep.core.schema import TRIALS
 from tests.integration.conftest import explain, run_cli, table
 
 # Columns a completed trial must fill (the probe is 0, not null, for one worker). CPUs have no known

@@ -14,8 +14,8 @@ import json, os, sys
 import ray
 from ray.train import RunConfig, ScalingConfig, UserCallback
 from ray.train.torch import TorchTrainer
-from raysweep.cluster import start_local
-from raysweep.torch_backend import TorchBackendConfig
+from raysweep.runtime.cluster import start_local
+from raysweep.runtime.torch_backend import TorchBackendConfig
 
 start_local(2, dashboard=False)
 out = sys.argv[1]

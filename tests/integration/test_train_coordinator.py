@@ -13,7 +13,7 @@ import ray
 from ray.train.v2._internal.execution.scaling_policy.autoscaling_coordinator_client import (
     TrainAutoscalingCoordinatorClient,
 )
-from raysweep.train_run import start_train_coordinator
+from raysweep.runtime.train_run import start_train_coordinator
 
 ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
 started = start_train_coordinator()

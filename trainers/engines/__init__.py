@@ -16,7 +16,7 @@ from typing import Protocol
 
 import torch
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.engines.ddp import DTYPES, DDPEngine
 from trainers.engines.deepspeed import DeepSpeedEngine
 from trainers.engines.fsdp import FSDPEngine

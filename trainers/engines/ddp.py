@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import GRAD_CLIP_NORM
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import GRAD_CLIP_NORM, build_deepspeed_config
 from trainers.engines.ddp import DTYPES
 

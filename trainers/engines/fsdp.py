@@ -19,8 +19,8 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 
-from raysweep.errors import UsageError
-from raysweep.params import TrialParams
+from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import GRAD_CLIP_NORM
 
 # The sharded model and optimizer state (DCP files: one per rank plus rank 0's .metadata) and

@@ -66,6 +66,7 @@ def main() -> None:
 
     mark("imports")
     from raysweep.params import TrialParams
+
     from trainers.engines import build_engine
     from trainers.models import create_model
 

@@ -60,6 +60,7 @@ def one_run(mode: str, batch: int, profile: bool) -> dict:
         warm.join()
         mark("warm-up joined")
     from raysweep.params import TrialParams
+
     from trainers.engines import build_engine
     from trainers.models import create_model
 

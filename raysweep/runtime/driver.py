@@ -1,7 +1,7 @@
 """The Tune function trainable of one trial: it runs the trial's ranks through Ray Train.
 
 By default the trial runs in a worker group it shares with the sweep's other trials of its shape
-(``raysweep.worker_groups``); with ``share_workers`` off it is a Ray Train run of its own.
+(``raysweep.runtime.worker_groups``); with ``share_workers`` off it is a Ray Train run of its own.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import ray.tune
 from ray.train import TrainingFailedError
 from ray.tune.integration.ray_train import TuneReportCallback
 
-from raysweep.errors import is_out_of_memory
-from raysweep.params import TrialParams
-from raysweep.store import ResultStore
-from raysweep.train_run import torch_trainer
-from raysweep.worker_groups import run_in_group
+from raysweep.core.errors import is_out_of_memory
+from raysweep.core.params import TrialParams
+from raysweep.core.store import ResultStore
+from raysweep.runtime.train_run import torch_trainer
+from raysweep.runtime.worker_groups import run_in_group
 
 
 def train_driver_fn(config: dict) -> None:

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from raysweep.errors import UsageError
+from raysweep.core.errors import UsageError
 
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 DEVICES = ("auto", "cpu", "gpu")

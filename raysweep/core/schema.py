@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
 
 # The keys of the metrics dict that carry the reports from a worker to the recorder.
 EPOCH_KEY, TRIAL_KEY, RANKS_KEY = "epoch_report", "trial_report", "rank_reports"

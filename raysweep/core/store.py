@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from raysweep.errors import UsageError
-from raysweep.schema import TABLES, table_from_rows
+from raysweep.core.errors import UsageError
+from raysweep.core.schema import TABLES, table_from_rows
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 

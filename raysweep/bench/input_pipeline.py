@@ -1,7 +1,7 @@
 """The image-folder input pipeline alone: decoded, cropped, normalised micro batches per second on one rank.
 
 ``python -m raysweep.bench`` calls ``measure_input_pipeline``; it is also a script of its own:
-``python -m trainers.input_pipeline DIR --size 224 --batch 256 --decode gpu --workers 8 --seconds 20``
+``python -m raysweep.bench.input_pipeline DIR --size 224 --batch 256 --decode gpu --workers 8 --seconds 20``
 (``--pixels``: read the folder's pixel copy, built first if needed).
 """
 

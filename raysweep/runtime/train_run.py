@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import ray
 from ray.train import LoggingConfig, RunConfig, ScalingConfig
 
-from raysweep.params import TrialParams
-from raysweep.torch_backend import TorchBackendConfig
+from raysweep.core.params import TrialParams
+from raysweep.runtime.torch_backend import TorchBackendConfig
 
 if TYPE_CHECKING:
     from ray.train.torch import TorchTrainer
@@ -41,7 +41,7 @@ def torch_trainer(
     return TorchTrainer(
         train_fn,
         train_loop_config=loop_config,
-        # not Ray's TorchConfig: its module imports torch in every run's controller (raysweep.torch_backend)
+        # not Ray's TorchConfig: its module imports torch in every run's controller (raysweep.runtime.torch_backend)
         torch_config=TorchBackendConfig(backend="nccl" if gpu else "gloo", timeout_s=collective_timeout_s),
         scaling_config=ScalingConfig(
             num_workers=params.num_workers,

@@ -7,7 +7,7 @@ In one run, on the same device, model, batch, precision and optimizer:
    reading throughput and per-trial overhead (setup, teardown) back from its ``trials`` table;
 3. the input pipeline alone (real CIFAR-format files, uint8 on the device, resized there) and
    a full-stack trial on those files against synthetic data;
-4. the cold-process floor (``raysweep.cold_floor``: one fresh process imports torch, timm, DeepSpeed
+4. the cold-process floor (``raysweep.bench.floor``: one fresh process imports torch, timm, DeepSpeed
    and Ray Train, builds the model and engine and takes a step; the second of two, the first warming the
    disk's and the bytecode cache as a sweep's own processes do), against the sweep's ``setup_s``
    (its first trial, and the median of the later ones), and the sweep's duty cycle (``sweep.json``);
@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from raysweep.cold_floor import cold_floor
+from raysweep.bench.floor import cold_floor
 from raysweep.text_table import format_table
 from trainers.timing import synchronize
 
@@ -275,8 +275,8 @@ def image_folder_figures(
     args: argparse.Namespace, tmp: Path, model: str, batch: int, synthetic: dict, model_img_s: float
 ) -> dict:
     """The folder's input pipeline alone per decoder, and a full-stack trial on it against synthetic data."""
+    from raysweep.bench.input_pipeline import measure_input_pipeline
     from trainers.imagefolder import index_imagefolder
-    from trainers.input_pipeline import measure_input_pipeline
     from trainers.models import native_image_size
     from trainers.pixel_copy import pixel_copy
     from trainers.prepared import prepare_imagefolder

@@ -1,6 +1,6 @@
 """The cold-process floor of one trial's rank: what a fresh Python process needs before its first step is done.
 
-``python -m raysweep.cold_floor --model M --batch B`` imports torch, timm, DeepSpeed and
+``python -m raysweep.bench.floor --model M --batch B`` imports torch, timm, DeepSpeed and
 ``ray.train.torch``, starts the device and a one-rank process group, builds the model on the device,
 the trial's engine (``trainers.engines.build_engine``, as a trial does) and takes one training step,
 then prints one JSON line: each phase's end in seconds since the process's first line of Python
@@ -22,7 +22,7 @@ import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-from raysweep.bytecode_cache import bytecode_cache  # noqa: E402  (standard library only)
+from raysweep.runtime.bytecode_cache import bytecode_cache  # noqa: E402  (standard library only)
 
 
 def measure(model_name: str, batch: int) -> dict[str, float]:
@@ -60,7 +60,7 @@ def measure(model_name: str, batch: int) -> dict[str, float]:
     os.environ.update(LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
     dist.init_process_group("nccl" if gpu else "gloo", rank=0, world_size=1)
     mark("process group")
-    from raysweep.params import TrialParams
+    from raysweep.core.params import TrialParams
     from trainers.engines import build_engine
     from trainers.models import create_model, native_image_size
 
@@ -99,7 +99,7 @@ def cold_floor(model_name: str, batch: int, timeout_s: float = 600) -> dict:
     of the engine's build (the mark ``setup_s`` corresponds to: a trial's setup ends as its first step starts).
     """
     launched_at = time.time()
-    command = [sys.executable, "-m", "raysweep.cold_floor", "--model", model_name, "--batch", str(batch)]
+    command = [sys.executable, "-m", "raysweep.bench.floor", "--model", model_name, "--batch", str(batch)]
     proc = subprocess.run(
         [*command, "--launched-at", repr(launched_at)], capture_output=True, text=True, timeout=timeout_s
     )
@@ -117,7 +117,7 @@ def cold_floor(model_name: str, batch: int, timeout_s: float = 600) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m raysweep.cold_floor", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m raysweep.bench.floor", description=__doc__.split("\n")[0])
     p.add_argument("--model", default="vit_base_patch16_224", help="timm model name or raysweep preset")
     p.add_argument("--batch", type=int, default=128, help="micro batch of the one step")
     p.add_argument("--launched-at", type=float, help="time.time() when the parent started this process")

@@ -34,10 +34,10 @@ import ray.tune
 from ray.train import Checkpoint
 from ray.train.v2.api.callback import UserCallback
 
-from raysweep.errors import is_out_of_memory
-from raysweep.params import TrialParams
-from raysweep.schema import TRIAL_ID_KEY
-from raysweep.train_run import shape_of, start_train_coordinator, torch_trainer
+from raysweep.core.errors import is_out_of_memory
+from raysweep.core.params import TrialParams
+from raysweep.core.schema import TRIAL_ID_KEY
+from raysweep.runtime.train_run import shape_of, start_train_coordinator, torch_trainer
 
 # A call that waits for news (a worker's next trial, a driver's next report) returns empty after
 # this long, so that no actor thread is held for ever by a caller that went away.

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from ray.tune.search import Searcher
 
-from raysweep.cluster import Capacity, Demand
-from raysweep.params import TrialParams
+from raysweep.core.params import TrialParams
+from raysweep.runtime.capacity import Capacity, Demand
 
 
 class FitSearcher(Searcher):

@@ -1,0 +1,3 @@
+from raysweep.bench.stack import main
+
+raise SystemExit(main())

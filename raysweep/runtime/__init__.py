@@ -1,0 +1,17 @@
+"""Ray itself, in one wing: the cluster's lifecycle and capacity, the torch backend, Train runs, worker
+groups, the trial driver, the searcher, Ray's logs and the bytecode cache of Ray's processes.
+
+The runtime is handed plans (it imports nothing of the orchestration above it) and records through
+the result store; it never analyses.  Every use of a Ray private API lives here, each checked
+against Ray 2.58.0 (why ``pyproject.toml`` pins Ray exactly):
+
+- ``cluster``: ``ray._private.worker._global_node.get_session_dir_path()`` (the local session whose
+  processes a killed sweep leaves behind) and ``ray._private.worker.global_worker.node.webui_url``
+  (the dashboard's address);
+- ``ray_logs``: ``ray._private.ray_logging.global_worker_stdstream_dispatcher`` (to quiet what
+  workers forward to the driver) and ``ray._private.worker._global_node`` (the logs directory);
+- ``torch_backend``: ``ray._private.ray_constants``, ``ray.train._internal.utils.get_address_and_port``
+  and ``ray.train.v2._internal.util.TrainingFramework`` (Ray Train's own torch backend, re-timed);
+- ``train_run``: ``ray.data._internal.cluster_autoscaler`` (the coordinator actor Train starts per run,
+  started once per sweep instead).
+"""

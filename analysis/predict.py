@@ -15,7 +15,7 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +29,8 @@ from analysis.load import load_sweep
 from analysis.step_model import ComputeCurve, Engine, comm_s, step_s, step_traffic
 
 LINKS_FILE = Path("links") / "links.parquet"
+# Columns older tables (or tables built by hand) may lack: NULL there.
+OPTIONAL_COLUMNS = ("comm_overlap", "comm_kernel_ms", "trainable_params")
 MISS_TOLERANCE = 0.15  # a prediction further than this from its measurement names the term it got wrong
 
 
@@ -48,7 +50,7 @@ class Prediction:
     compute_source: str  # measured, line or proportional (ComputeCurve)
     comm_ms: float
     overlap: float
-    overlap_source: str  # measured, or "none (bound)" where no multi-rank trial measured it
+    overlap_source: str  # measured, given, or "none (bound)" where no multi-rank trial measured it
     step_time_ms: float
     step_time_full_overlap_ms: float
     throughput: float
@@ -72,6 +74,7 @@ class Calibration:
     engine: Engine
     trainable_params: int
     overlap: float | None
+    overlap_source: str  # measured (multi-rank trials' comm_overlap), given, or "none (bound)"
     base_micro_batches: tuple[int, ...]
     global_batches: tuple[int, ...]
 
@@ -104,6 +107,7 @@ def calibrations(trials: pd.DataFrame, trainable_params: int | None = None) -> l
                 Engine.of_trial(single.iloc[0].to_dict()),
                 int(params),
                 float(overlap.median()) if len(overlap) else None,
+                "measured" if len(overlap) else "none (bound)",
                 tuple(sorted(int(b) for b in medians.index)),
                 tuple(sorted({int(b) for b in group["global_batch"].dropna()})),
             )
@@ -114,8 +118,6 @@ def calibrations(trials: pd.DataFrame, trainable_params: int | None = None) -> l
 
 
 def first_value(frame: pd.DataFrame, column: str) -> float | None:
-    if column not in frame.columns:
-        return None
     values = frame[column].dropna()
     return float(values.iloc[0]) if len(values) else None
 
@@ -155,7 +157,7 @@ def predict_point(
         compute_source=calibration.compute.source(micro_batch),
         comm_ms=comm,
         overlap=overlap,
-        overlap_source="measured" if calibration.overlap is not None else "none (bound)",
+        overlap_source=calibration.overlap_source,
         step_time_ms=step,
         step_time_full_overlap_ms=step_s(compute, comm, 1.0, slowest if n > 1 else 1.0),
         throughput=global_batch / step * 1000.0,
@@ -192,7 +194,7 @@ def with_measurements(prediction: Prediction, trials: pd.DataFrame) -> Predictio
     prediction.measured_step_time_ms = measured
     prediction.measured_min_ms = float(same["step_time_ms"].min())
     prediction.measured_max_ms = float(same["step_time_ms"].max())
-    comm = same["comm_kernel_ms"].dropna() if "comm_kernel_ms" in same.columns else pd.Series(dtype=float)
+    comm = same["comm_kernel_ms"].dropna()
     prediction.measured_comm_ms = float(comm.median()) if len(comm) else None
     prediction.error = prediction.step_time_ms / measured - 1.0
     if abs(prediction.error) > MISS_TOLERANCE:
@@ -219,15 +221,23 @@ def predict_from_trials(
     gpus_per_node: int,
     slowest: float = 1.0,
     trainable_params: int | None = None,
+    overlap: float | None = None,
 ) -> pd.DataFrame:
-    """The predictions for a trials table (completed trials, the sweep's columns); one row per ``Prediction``."""
+    """The predictions for a trials table (completed trials, the sweep's columns); one row per ``Prediction``.
+
+    ``overlap``: a fixed share in place of the measured one (0: the bound of none, 1: full), so that a
+    prediction rests on the 1-rank trials and the link table alone.
+    """
     if nodes < 1 or gpus_per_node < 1:
         raise AnalysisError(f"nodes and gpus-per-node must be 1 or more, not {nodes} and {gpus_per_node}")
     trials = trials[trials["status"] == "completed"] if "status" in trials.columns else trials
-    trials = trials.assign(configuration=trials.apply(configuration_key, axis=1))
+    optional = {c: float("nan") for c in OPTIONAL_COLUMNS if c not in trials.columns}
+    trials = trials.assign(configuration=trials.apply(configuration_key, axis=1), **optional)
     counts = worker_counts(nodes, gpus_per_node, {int(n) for n in trials["num_workers"]})
     rows = []
     for calibration in calibrations(trials, trainable_params):
+        if overlap is not None:
+            calibration = replace(calibration, overlap=overlap, overlap_source="given")
         for scaling, _base, points in series(calibration, counts):
             predicted = [
                 with_measurements(predict_point(calibration, scaling, n, b, gpus_per_node, links, slowest), trials)

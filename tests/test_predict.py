@@ -179,3 +179,27 @@ def test_cli_predicts_a_sweep_over_a_named_link(tmp_path, capsys):
 
 def test_comm_on_one_rank_is_nothing():
     assert comm_s([Transfer("all_reduce", 1e9)], named_link("10gbe"), 1, 1) == 0.0
+
+
+def test_the_report_section_shows_the_fits_and_predictions_beyond_the_measured_ranks(tmp_path):
+    from types import SimpleNamespace
+
+    from analysis.prediction_section import prediction_section
+    from analysis.render import Table
+
+    sweep = tmp_path / "s"
+    (sweep / "links").mkdir(parents=True)
+    points = [
+        {"row": "point", "link_class": INTRA_NODE, "collective": "all_reduce", "ranks": 2, "bytes": n, "time_s": t}
+        for n in (1024, 2**20, 2**24)
+        for t in [LinkFit(1e-5, 1e9).time_s("all_reduce", n, 2)]
+    ]
+    pq.write_table(table_from_rows("links", points + fit_rows(points)), sweep / "links" / "links.parquet")
+    trials = pd.DataFrame([trial("a", 1, 64, 100.0), trial("b", 2, 32, 55.0)])
+    blocks = prediction_section(SimpleNamespace(data=SimpleNamespace(sweep_dir=sweep, trials=trials)))
+    tables = [b for b in blocks if isinstance(b, Table)]
+    assert tables[0].rows[0][:2] == [INTRA_NODE, "all_reduce"]
+    predicted = tables[1].rows
+    assert {row[1] for row in predicted} >= {"1", "2", "4", "8"}  # up to 4x the 2 ranks measured
+    assert any(row[6] == "(prediction)" for row in predicted)
+    assert prediction_section(SimpleNamespace(data=SimpleNamespace(sweep_dir=tmp_path, trials=trials))) == []

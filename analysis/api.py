@@ -12,9 +12,12 @@ from analysis.compute import SweepAnalysis, compute
 from analysis.errors import AnalysisError
 from analysis.load import load_sweep
 from analysis.plots import make_plots
+from analysis.predict import predict_scaling
 from analysis.render import render_html, render_markdown
 from analysis.report import build_report
 from analysis.summary import build_summary
+
+__all__ = ["analyze", "predict_scaling", "write_report"]
 
 
 def analyze(sweep_dir: str | Path, target: float | None = None, out_dir: str | Path | None = None) -> Path:

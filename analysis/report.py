@@ -12,6 +12,7 @@ from analysis.findings import headlines, left_out_sentence
 from analysis.groups import COMPARISONS
 from analysis.paper import paper_beside_us
 from analysis.plots import HEADLINES, Plots
+from analysis.prediction_section import prediction_section
 from analysis.render import Block, Bullets, Heading, Image, Paragraph, Table
 
 TOP_ROWS = 15  # longer per-trial tables are cut here; scaling.parquet has every row
@@ -38,6 +39,7 @@ def build_report(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     blocks += weak_section(analysis, plots)
     blocks += batch_section(analysis, plots)
     blocks += comm_section(analysis, plots)
+    blocks += prediction_section(analysis)
     blocks += accuracy_section(analysis, plots)
     blocks += trials_section(analysis, plots)
     blocks += economy_section(analysis)

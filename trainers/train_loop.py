@@ -104,6 +104,7 @@ def train_trial(config: dict, resume_from: ray.train.Checkpoint | None) -> None:
             meter,
             plan,
             allreduce_probe_ms,
+            num_grads,
             compute,
             rank,
             device,
@@ -299,6 +300,7 @@ def report(
     meter: TrialMeter,
     plan: EpochPlan,
     allreduce_probe_ms: float | None,
+    trainable_params: int,
     compute: ComputeRate,
     rank: int,
     device,
@@ -321,6 +323,7 @@ def report(
         trial["worker_group"],
     )
     summary.joules_per_sample = joules_per_sample([r.energy_j for r in ranks], meter.timed_samples)
+    summary.trainable_params = trainable_params
     ray.train.report(
         {
             TRIAL_ID_KEY: trial["trial_id"],

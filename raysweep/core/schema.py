@@ -17,6 +17,10 @@ A sweep directory holds three tables, one Parquet file per trial in each:
 and with ``--find-max-batch`` a fourth, written once by the sweep's process:
 
 * ``max_batch/max_batch.parquet``: one row per configuration, its largest micro batch that fits.
+
+and with ``--probe-links`` (or ``python -m raysweep.probe``) a fifth:
+
+* ``links/links.parquet``: the link probe's timed collectives and the latency and bandwidth fitted to them.
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ class TrialReport:
     step_time_p95_ms: float | None = column("95th percentile of the optimizer step time")
     data_wait_fraction: float | None = column("share of step time spent waiting for the next batch")
     allreduce_probe_ms: float | None = column("one all-reduce of the gradients in the engine's reduce dtype")
+    trainable_params: int | None = column("parameters with gradients: the elements a step's collectives carry")
     comm_kernel_ms: float | None = column(
         "collective kernel time per optimizer step (profiled window); NULL for one rank"
     )
@@ -239,15 +244,43 @@ MAX_BATCH_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 ]
 MAX_BATCH = pa.schema([(name, arrow) for name, arrow, _ in MAX_BATCH_COLUMNS])
 
-TABLES: dict[str, pa.Schema] = {"trials": TRIALS, "epochs": EPOCHS, "ranks": RANKS, "max_batch": MAX_BATCH}
+# The link probe's table: a row per timed point (``row`` = point) and per fit (``row`` = fit) of a link class and
+# collective; analysis.link_model reads the fits and writes the fit rows from the points.
+LINKS_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("sweep", pa.string(), "the sweep's name (or the probe's)"),
+    ("row", pa.string(), "point (one timed collective size) or fit (latency and bandwidth of a link class)"),
+    ("link_class", pa.string(), "intra_node (all ranks on one node) or inter_node (one rank per node)"),
+    ("collective", pa.string(), "all_reduce, reduce_scatter, all_gather or all_to_all"),
+    ("backend", pa.string(), "the torch.distributed backend (nccl, gloo)"),
+    ("ranks", pa.int32(), "ranks in the collective (fit: the most of its points)"),
+    ("nodes", pa.int32(), "nodes the ranks ran on"),
+    ("bytes", pa.int64(), "point: the buffer's size (reduce-scatter input, all-gather output)"),
+    ("time_s", pa.float64(), "point: median seconds of one collective over the repeats, the slowest rank's"),
+    ("time_min_s", pa.float64(), "point: fastest repeat"),
+    ("time_max_s", pa.float64(), "point: slowest repeat"),
+    ("repeats", pa.int32(), "point: timed repeats after the warm-up; fit: points fitted"),
+    ("alpha_s", pa.float64(), "fit: latency of one ring step, seconds"),
+    ("beta_bytes_per_s", pa.float64(), "fit: bandwidth of one link, bytes per second"),
+    ("fit_error", pa.float64(), "fit: median relative error of the fit over its points"),
+]
+LINKS = pa.schema([(name, arrow) for name, arrow, _ in LINKS_COLUMNS])
+
+TABLES: dict[str, pa.Schema] = {
+    "trials": TRIALS,
+    "epochs": EPOCHS,
+    "ranks": RANKS,
+    "max_batch": MAX_BATCH,
+    "links": LINKS,
+}
+LISTED_COLUMNS = {"max_batch": MAX_BATCH_COLUMNS, "links": LINKS_COLUMNS}
 KEY_DOCS = {"sweep": "the sweep's name", "trial_id": "Tune's trial id"}
 TABLE_SOURCES = {"trials": (TrialRecord, TrialReport), "epochs": (EpochReport,), "ranks": (RankReport,)}
 
 
 def column_docs(table: str) -> dict[str, str]:
     """Each measured column's meaning, from its report field (configuration columns are the trial parameters)."""
-    if table == "max_batch":
-        return {name: doc for name, _, doc in MAX_BATCH_COLUMNS}
+    if table in LISTED_COLUMNS:
+        return {name: doc for name, _, doc in LISTED_COLUMNS[table]}
     docs = dict(KEY_DOCS)
     for cls in TABLE_SOURCES[table]:
         docs.update({f.name: f.metadata["doc"] for f in columns_of(cls)})

@@ -1,0 +1,165 @@
+"""``python -m raysweep.probe``: time the cluster's collectives and fit a latency and a bandwidth per link class.
+
+Writes ``<results-dir>/<name>/links/links.parquet`` (``raysweep.core.schema.LINKS_COLUMNS``: the timed points
+and the fits) and prints the fits; ``python -m analysis.predict SWEEP --link <that file>`` predicts with it.
+A sweep run with ``--probe-links`` runs the same probe on its cluster before its trials, into its own directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import ray
+
+from analysis.link_model import fit_rows
+from raysweep.core.errors import UsageError
+from raysweep.core.schema import table_from_rows
+from raysweep.core.store import ResultStore, atomic_write_table
+from raysweep.runtime import cluster
+from raysweep.runtime.capacity import Capacity
+from raysweep.runtime.links import probe_groups, run_probe_group
+from raysweep.text_table import format_table
+from trainers.link_probe import COLLECTIVES, ProbePlan
+
+DEVICES = ("auto", "cpu", "gpu")
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """What the probe measures and where it writes; checked once by ``check``."""
+
+    results_dir: str = "./raysweep-results"
+    name: str = "links"
+    address: str | None = None
+    num_cpus: int = 0  # a local Ray's CPUs; 0: this machine's
+    device: str = "auto"
+    cpus_per_worker: float = 1.0
+    max_ranks: int = 8
+    plan: ProbePlan = field(default_factory=ProbePlan)
+    collective_timeout_s: int = 600
+
+    def check(self) -> None:
+        if self.device not in DEVICES:
+            raise UsageError(f"device must be one of {', '.join(DEVICES)}, not {self.device!r}")
+        if self.max_ranks < 2:
+            raise UsageError(f"max-ranks must be 2 or more, not {self.max_ranks}")
+        if self.cpus_per_worker <= 0:
+            raise UsageError(f"cpus-per-worker must be positive, not {self.cpus_per_worker}")
+        if not 0 < self.plan.min_bytes <= self.plan.max_bytes:
+            raise UsageError(f"need 0 < min-bytes <= max-bytes, not {self.plan.min_bytes} and {self.plan.max_bytes}")
+        if self.plan.repeats < 1 or self.plan.warmup < 0:
+            raise UsageError(
+                f"repeats must be 1 or more and warmup 0 or more, not {self.plan.repeats}, {self.plan.warmup}"
+            )
+        unknown = set(self.plan.collectives) - set(COLLECTIVES)
+        if unknown:
+            raise UsageError(f"unknown collective {sorted(unknown)[0]!r}: one of {', '.join(COLLECTIVES)}")
+
+
+def links_path(store: ResultStore) -> Path:
+    return store.table_dir("links") / "links.parquet"
+
+
+def probe_connected(options: ProbeOptions, store: ResultStore) -> pa.Table:
+    """On the cluster Ray is connected to: run every probe group, fit, write ``links.parquet``; the table."""
+    device = options.device
+    if device == "auto":
+        device = "gpu" if ray.cluster_resources().get("GPU") else "cpu"
+    groups = probe_groups(Capacity.of_cluster(), device, options.cpus_per_worker, options.max_ranks)
+    if not groups:
+        raise UsageError(
+            f"the cluster holds fewer than 2 {device} ranks of {options.cpus_per_worker:g} CPU on any node and across"
+            " nodes: nothing to probe"
+        )
+    storage = str(Path(store.root, "_ray").resolve())
+    points = []
+    for group in groups:
+        print(f"link probe: {group.link_class}, {group.ranks} ranks ({group.placement_strategy})", flush=True)
+        points += run_probe_group(
+            group, options.plan, device, options.cpus_per_worker, storage, options.collective_timeout_s, store.sweep
+        )
+    fits = fit_rows(points)
+    table = table_from_rows("links", [{"sweep": store.sweep, **row} for row in points + fits])
+    atomic_write_table(links_path(store), table)
+    return table
+
+
+def fit_lines(table: pa.Table) -> str:
+    """The fits as a text table: per link class and collective, latency in microseconds and bandwidth in GB/s."""
+    header = ["link_class", "collective", "ranks", "alpha_us", "beta_GB_s", "fit_error"]
+    rows = [
+        [
+            r["link_class"],
+            r["collective"],
+            str(r["ranks"]),
+            f"{r['alpha_s'] * 1e6:.1f}",
+            f"{r['beta_bytes_per_s'] / 1e9:.3f}",
+            f"{r['fit_error']:.1%}",
+        ]
+        for r in table.to_pylist()
+        if r["row"] == "fit"
+    ]
+    return format_table(header, rows)
+
+
+def probe(options: ProbeOptions) -> pa.Table:
+    """Start a local Ray (or join ``address``), probe, write the table, stop; the ``links`` table."""
+    options.check()
+    store = ResultStore(options.results_dir, options.name)
+    if options.address:
+        cluster.join(options.address)
+    else:
+        cluster.start_local(options.num_cpus or os.cpu_count() or 1, dashboard=False)
+    try:
+        return probe_connected(options, store)
+    finally:
+        ray.shutdown()
+
+
+def parse_args(argv: list[str] | None) -> ProbeOptions:
+    parser = argparse.ArgumentParser(prog="python -m raysweep.probe", description=__doc__)
+    parser.add_argument("--address", default=None, help="join this Ray cluster (default: start a local one)")
+    parser.add_argument("--num-cpus", type=int, default=0, help="CPUs of a local Ray (default: this machine's)")
+    parser.add_argument("--results-dir", default="./raysweep-results")
+    parser.add_argument("--name", default="links", help="the directory under --results-dir (default: links)")
+    parser.add_argument("--device", default="auto", help="auto (GPU where the cluster has one) | cpu | gpu")
+    parser.add_argument("--cpus-per-worker", type=float, default=1.0)
+    parser.add_argument("--max-ranks", type=int, default=8, help="most ranks in one probe group (default 8)")
+    parser.add_argument("--min-bytes", type=int, default=1 << 10, help="smallest buffer (default 1 KiB)")
+    parser.add_argument("--max-bytes", type=int, default=1 << 30, help="largest buffer (default 1 GiB; memory caps it)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per point (default 5)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed runs before them (default 2)")
+    parser.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated (default: all four)")
+    args = parser.parse_args(argv)
+    plan = ProbePlan(args.min_bytes, args.max_bytes, args.repeats, args.warmup, tuple(args.collectives.split(",")))
+    return ProbeOptions(
+        args.results_dir,
+        args.name,
+        args.address,
+        args.num_cpus,
+        args.device,
+        args.cpus_per_worker,
+        args.max_ranks,
+        plan,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        options = parse_args(argv)
+        table = probe(options)
+    except UsageError as e:
+        print(f"raysweep: error: {e}", file=sys.stderr)
+        return 2
+    print(fit_lines(table))
+    print(f"links: {links_path(ResultStore(options.results_dir, options.name))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

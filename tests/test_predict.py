@@ -1,0 +1,205 @@
+"""The scaling prediction: link fits recovered from synthetic timings, step times computed by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.errors import AnalysisError
+from analysis.link_model import (
+    COLLECTIVES,
+    INTER_NODE,
+    INTRA_NODE,
+    LinkFit,
+    Links,
+    cost_terms,
+    fit_link,
+    fit_rows,
+    links_from_table,
+    named_link,
+    uniform,
+)
+from analysis.predict import main, predict_from_trials, worker_counts
+from analysis.step_model import ComputeCurve, Engine, Transfer, comm_s, step_s, step_traffic
+from raysweep.core.schema import table_from_rows
+
+
+def test_ring_cost_terms():
+    assert cost_terms("all_reduce", 4) == (6.0, 1.5)
+    assert cost_terms("reduce_scatter", 4) == (3.0, 0.75)
+    assert cost_terms("all_to_all", 1) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_a_link_with_known_latency_and_bandwidth_is_recovered_from_its_timings(collective):
+    alpha, beta = 25e-6, 1.2e9
+    ranks = [p for p in (2, 4, 8) for _ in range(9)]
+    sizes = [2 ** (10 + 2 * i) for _ in (2, 4, 8) for i in range(9)]
+    times = [LinkFit(alpha, beta).time_s(collective, n, p) for p, n in zip(ranks, sizes)]
+    fit = fit_link(collective, ranks, sizes, times)
+    assert fit.alpha_s == pytest.approx(alpha, rel=1e-6)
+    assert fit.beta_bytes_per_s == pytest.approx(beta, rel=1e-6)
+
+
+def test_fit_rows_fit_each_link_class_and_collective_and_read_back():
+    truth = {INTRA_NODE: LinkFit(5e-6, 20e9), INTER_NODE: LinkFit(40e-6, 1e9)}
+    points = [
+        {"row": "point", "link_class": c, "collective": "all_reduce", "ranks": p, "bytes": n, "time_s": t}
+        for c, link in truth.items()
+        for p in (2, 4)
+        for n in (1024, 2**20, 2**26)
+        for t in [link.time_s("all_reduce", n, p)]
+    ]
+    fits = fit_rows(points)
+    assert [(f["link_class"], f["collective"]) for f in fits] == [
+        (INTER_NODE, "all_reduce"),
+        (INTRA_NODE, "all_reduce"),
+    ]
+    assert all(f["fit_error"] < 1e-9 for f in fits)
+    links = links_from_table(table_from_rows("links", [{"sweep": "s", **r} for r in points + fits]))
+    assert links.fit(INTER_NODE, "all_reduce").beta_bytes_per_s == pytest.approx(1e9)
+    assert links.fit(INTRA_NODE, "all_gather").alpha_s == pytest.approx(5e-6)  # falls back to all-reduce's
+
+
+def test_hierarchical_all_reduce_by_hand():
+    links = Links("t", {**uniform("a", INTRA_NODE, 1e-6, 100e9).fits, **uniform("b", INTER_NODE, 1e-5, 1e9).fits})
+    n = 8e6
+    # 2 nodes x 4 ranks: reduce-scatter and all-gather on 4 ranks within, all-reduce of the buffer on 2 nodes across
+    intra = 2 * (3 * 1e-6 + 0.75 * n / 100e9)
+    inter = 2 * 1e-5 + 1.0 * n / 1e9
+    assert links.collective_s("all_reduce", n, 4, 2) == pytest.approx(intra + inter)
+    assert links.collective_s("all_reduce", n, 1, 2) == pytest.approx(inter)
+    assert links.collective_s("all_reduce", n, 4, 1) == pytest.approx(6e-6 + 1.5 * n / 100e9)
+
+
+def test_step_traffic_per_engine():
+    params = 1_000_000
+    assert step_traffic(Engine("ddp"), params) == [Transfer("all_reduce", 4e6, 1)]
+    assert step_traffic(Engine("ddp"), 10 * params) == [Transfer("all_reduce", 4e7, 2)]  # 25 MiB buckets
+    bf16 = Engine("deepspeed", 2, grad_bytes=2, param_bytes=2, grad_accum=4)
+    assert step_traffic(bf16, params) == [Transfer("reduce_scatter", 2e6, 1, 4), Transfer("all_gather", 2e6, 1, 1)]
+    assert step_traffic(Engine("fsdp", reshard_after_forward=False), params) == [
+        Transfer("all_gather", 4e6, 1, 1),
+        Transfer("reduce_scatter", 4e6, 1, 1),
+    ]
+    row = {"engine": "deepspeed", "amp": "deepspeed", "precision": "bf16", "zero_stage": 0, "grad_accum_steps": 1}
+    assert Engine.of_trial(row).grad_bytes == 2
+    assert Engine.of_trial({**row, "amp": "autocast"}).grad_bytes == 4
+
+
+def test_step_time_bounds():
+    assert step_s(100.0, 10.0, 0.0) == 110.0
+    assert step_s(100.0, 10.0, 1.0) == 100.0
+    assert step_s(5.0, 10.0, 1.0) == 10.0  # never shorter than its collectives
+    assert step_s(100.0, 10.0, 0.5, slowest=1.5) == 155.0
+
+
+def test_compute_curve():
+    one = ComputeCurve((64.0,), (100.0,))
+    assert one.at(16) == 25.0 and one.source(16) == "proportional"
+    line = ComputeCurve((16.0, 64.0), (30.0, 90.0))  # 10 ms fixed + 1.25 ms a sample
+    assert line.at(32) == pytest.approx(50.0) and line.at(64) == 90.0 and line.source(32) == "line"
+
+
+def trial(trial_id: str, workers: int, micro: int, step_ms: float, **more) -> dict:
+    params = {"model": "m", "engine": "ddp", "precision": "fp32", "zero_stage": 0, "num_workers": workers}
+    return {
+        "trial_id": trial_id,
+        "status": "completed",
+        "num_workers": workers,
+        "micro_batch_per_worker": micro,
+        "grad_accum_steps": 1,
+        "global_batch": micro * workers,
+        "step_time_ms": step_ms,
+        "trainable_params": 1_000_000,
+        "engine": "ddp",
+        "precision": "fp32",
+        "amp": "autocast",
+        "zero_stage": 0,
+        "comm_overlap": None,
+        "comm_kernel_ms": None,
+        "params_json": json.dumps({**params, "micro_batch_per_worker": micro}),
+        **more,
+    }
+
+
+def test_a_strong_scaling_prediction_computed_by_hand():
+    trials = pd.DataFrame([trial("a", 1, 64, 100.0), trial("b", 4, 16, 33.0, comm_kernel_ms=6.0)])
+    links = uniform("t", INTRA_NODE, 10e-6, 1e9)
+    frame = predict_from_trials(trials, links, nodes=1, gpus_per_node=4)
+    strong = frame[frame["scaling"] == "strong"].set_index("num_workers")
+    assert list(strong.index) == [1, 2, 4]
+    four = strong.loc[4]
+    # compute 100 ms x 16/64; a 4 MB fp32 all-reduce on 4 ranks: 6 x 10 us + 1.5 x 4e6 B / 1e9 B/s = 6.06 ms
+    assert four.compute_ms == 25.0 and four.compute_source == "proportional"
+    assert four.comm_ms == pytest.approx(6.06)
+    assert four.step_time_ms == pytest.approx(31.06)  # no overlap measured: the bound of none
+    assert four.step_time_full_overlap_ms == pytest.approx(25.0)
+    assert four.throughput == pytest.approx(64 / 0.03106)
+    assert four.speedup == pytest.approx(100.0 / 31.06)
+    assert four.efficiency == pytest.approx(100.0 / 31.06 / 4)
+    assert four.measured and four.measured_step_time_ms == 33.0
+    assert four.error == pytest.approx(31.06 / 33.0 - 1)
+    assert pd.isna(four.missed_term)
+    assert not strong.loc[2].measured
+
+
+def test_a_miss_names_the_term_further_off():
+    trials = pd.DataFrame([trial("a", 1, 64, 100.0), trial("b", 2, 32, 90.0, comm_kernel_ms=40.0)])
+    frame = predict_from_trials(trials, uniform("t", INTRA_NODE, 10e-6, 1e9), nodes=1, gpus_per_node=2)
+    two = frame[(frame["scaling"] == "strong") & (frame["num_workers"] == 2)].iloc[0]
+    assert two.missed_term.startswith("comm")
+
+
+def test_worker_counts_reach_beyond_what_was_measured():
+    assert worker_counts(4, 2, {1, 3}) == [1, 2, 3, 4, 8]
+    with pytest.raises(AnalysisError, match="1-rank"):
+        predict_from_trials(pd.DataFrame([trial("b", 2, 32, 90.0)]), named_link("10gbe"), 2, 1)
+
+
+def test_cli_predicts_a_sweep_over_a_named_link(tmp_path, capsys):
+    sweep = tmp_path / "s"
+    for row in (trial("a", 1, 64, 100.0), trial("b", 2, 32, 60.0)):
+        (sweep / "trials").mkdir(parents=True, exist_ok=True)
+        pd.DataFrame([{**row, "throughput": 1.0, "timed_s": 1.0, "timed_samples": 1, "train_time_s": 1.0}]).to_parquet(
+            sweep / "trials" / f"{row['trial_id']}.parquet"
+        )
+    assert main([str(sweep), "--nodes", "4", "--gpus-per-node", "1", "--link", "10gbe"]) == 0
+    out = capsys.readouterr().out
+    assert "predictions:" in out
+    table = pq.read_table(sweep / "report" / "predictions.parquet").to_pandas()
+    assert set(table["num_workers"]) == {1, 2, 4}
+    assert (table["link"] == "10gbe").all()
+    assert main([str(sweep), "--nodes", "2", "--gpus-per-node", "1", "--link", "carrier-pigeon"]) == 2
+    assert "unknown link 'carrier-pigeon'" in capsys.readouterr().err
+
+
+def test_comm_on_one_rank_is_nothing():
+    assert comm_s([Transfer("all_reduce", 1e9)], named_link("10gbe"), 1, 1) == 0.0
+
+
+def test_the_report_section_shows_the_fits_and_predictions_beyond_the_measured_ranks(tmp_path):
+    from types import SimpleNamespace
+
+    from analysis.prediction_section import prediction_section
+    from analysis.render import Table
+
+    sweep = tmp_path / "s"
+    (sweep / "links").mkdir(parents=True)
+    points = [
+        {"row": "point", "link_class": INTRA_NODE, "collective": "all_reduce", "ranks": 2, "bytes": n, "time_s": t}
+        for n in (1024, 2**20, 2**24)
+        for t in [LinkFit(1e-5, 1e9).time_s("all_reduce", n, 2)]
+    ]
+    pq.write_table(table_from_rows("links", points + fit_rows(points)), sweep / "links" / "links.parquet")
+    trials = pd.DataFrame([trial("a", 1, 64, 100.0), trial("b", 2, 32, 55.0)])
+    blocks = prediction_section(SimpleNamespace(data=SimpleNamespace(sweep_dir=sweep, trials=trials)))
+    tables = [b for b in blocks if isinstance(b, Table)]
+    assert tables[0].rows[0][:2] == [INTRA_NODE, "all_reduce"]
+    predicted = tables[1].rows
+    assert {row[1] for row in predicted} >= {"1", "2", "4", "8"}  # up to 4x the 2 ranks measured
+    assert any(row[6] == "(prediction)" for row in predicted)
+    assert prediction_section(SimpleNamespace(data=SimpleNamespace(sweep_dir=tmp_path, trials=trials))) == []

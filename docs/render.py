@@ -16,6 +16,7 @@ import argparse
 import csv
 import json
 import re
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -166,6 +167,54 @@ def h200_batch_grid_before() -> str:
     ]
     header = ["micro batch", "samples/s", "step time (ms)", "p95 step (ms)", "peak memory (GiB)", "setup (s)"]
     return table([*header, "trial wall (s)"], body, "rrrrrrr")
+
+
+# --- issue 13's sweep with and without the bytecode cache on three H100 hosts (docs/results/h100-bytecode-cache) ---
+
+
+def cache_sweeps(cache: bool) -> list[dict]:
+    return [r for r in summary("h100-bytecode-cache") if r["cache"] == cache]
+
+
+def median_range(values: list[float], fmt: str) -> str:
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
+
+
+@figure("h100-bytecode-cache-headline")
+def h100_bytecode_cache_headline() -> str:
+    new, base = cache_sweeps(True), cache_sweeps(False)
+    return (
+        f"{statistics.median(r['duty_cycle'] for r in new):.2f} of the time "
+        f"({span([r['duty_cycle'] for r in new], '.3f')}, {len(new)} sweeps) against "
+        f"{statistics.median(r['duty_cycle'] for r in base):.2f} ({span([r['duty_cycle'] for r in base], '.3f')}, "
+        f"{len(base)}) without the cache, its first trial's `setup_s` "
+        f"{statistics.median(r['first_setup_s'] for r in new):.1f} s against "
+        f"{statistics.median(r['first_setup_s'] for r in base):.1f} s"
+    )
+
+
+@figure("h100-bytecode-cache")
+def h100_bytecode_cache() -> str:
+    columns = []
+    for cache in (False, True):
+        rows = cache_sweeps(cache)
+        hosts = [sum(r["host"] == h for r in rows) for h in dict.fromkeys(r["host"] for r in rows)]
+        later = [s for r in rows for s in json.loads(r["later_setup_s"])]
+        columns.append(
+            [
+                f"{len(rows)} ({' + '.join(map(str, hosts))})",
+                median_range([r["first_setup_s"] for r in rows], ".2f") + " s",
+                median_range(later, ".2f") + " s",
+                f"<= {max(r['max_teardown_s'] for r in rows):.3f} s",
+                median_range([r["duty_cycle"] for r in rows], ".3f"),
+                span([r["first_step_from_launch_s"] for r in rows], ".1f") + " s",
+                median_range([r["duty_cycle_from_launch"] for r in rows], ".3f"),
+            ]
+        )
+    names = ["sweeps (per host)", "first trial's `setup_s`", "later trials' `setup_s`", "`teardown_s`", "duty cycle"]
+    names += ["first step after launch", "duty cycle from launch"]
+    header = ["", "without the cache (673c4d0)", "with it (the first sweep on each host with the cache empty)"]
+    return table(header, [[name, *values] for name, *values in zip(names, *columns)], "lrr")
 
 
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---

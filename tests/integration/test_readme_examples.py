@@ -74,7 +74,9 @@ def sweep(tmp_path_factory) -> dict:
     )
     assert proc.returncode == 0, explain(proc)
     (line,) = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    return {"work": work, **json.loads(line[len("RESULT ") :])}
+    result = json.loads(line[len("RESULT ") :])
+    # the example's results_dir is relative: its paths are the working directory's
+    return {**result, "work": work, "path": work / result["path"], "report": work / result["report"]}
 
 
 def test_the_python_api_example_runs_its_sweep_and_loads_it_back(sweep):

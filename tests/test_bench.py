@@ -1,10 +1,17 @@
-"""The benchmark's arithmetic (setup_s against the cold-process floor) and the settings of its sweeps."""
+"""The benchmark's arithmetic (setup_s against the cold-process floor, MFU) and the settings of its sweeps."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from raysweep.bench.stack import floor_lines, setup_against_floor, stack_overrides
+from raysweep.bench.stack import (
+    compare,
+    floor_lines,
+    setup_against_floor,
+    stack_overrides,
+    utilisation,
+    utilisation_lines,
+)
 
 
 def at(second: int) -> datetime:
@@ -43,3 +50,37 @@ def test_the_full_stack_runs_the_model_at_the_resolution_of_the_plain_loop():
     # ratio against a plain loop at another resolution would compare different work
     assert stack_overrides("vit_base_patch16_224", 7680)["image_size"] == 224
     assert stack_overrides("vit_micro_patch4_32", 256)["image_size"] == 32
+
+
+def stack_trial(throughput: float, flops_per_sample: float | None, peak_flops: float | None, mfu: float | None) -> dict:
+    timings = {"setup_s": 1.0, "teardown_s": 0.0, "trial_wall_s": 2.0, "warmup_s": 0.5}
+    return {
+        "throughput": throughput,
+        "flops_per_sample": flops_per_sample,
+        "peak_flops": peak_flops,
+        "mfu": mfu,
+        **timings,
+    }
+
+
+def test_the_bench_mfu_is_the_trials_mfu_column_and_the_ceiling_share_is_a_second_figure():
+    # 1000 samples/s x 1 GFLOP = 1 TFLOP/s achieved: 0.25 of a 4 TFLOP/s spec peak (the trial's own column,
+    # passed through), 0.5 of a measured 2 TFLOP/s matmul ceiling
+    plain = {"batch": 64, "compile": False, "plain_img_s": 1000.0}
+    rows = [
+        compare(plain, stack_trial(1000.0, 1e9, 4e12, 0.25)),
+        compare({**plain, "compile": True}, stack_trial(2000.0, 1e9, 4e12, 0.5)),
+    ]
+    figures = utilisation(rows, ceiling_tflops=2.0)
+    assert figures["mfu"] == {"64": 0.25, "64c": 0.5}
+    assert figures["matmul_ceiling_share"] == {"64": 0.5, "64c": 1.0}
+    lines = utilisation_lines(figures)
+    assert "MFU (the trials' mfu column, over the spec peak of 4 TFLOP/s): 64: 25.0%, 64c: 50.0%" in lines
+    assert "share of the measured bf16 matmul ceiling (2 TFLOP/s): 64: 50.0%, 64c: 100.0%" in lines
+
+
+def test_on_a_cpu_there_is_no_mfu_and_no_ceiling():
+    rows = [compare({"batch": 16, "compile": False, "plain_img_s": 100.0}, stack_trial(90.0, 2e7, None, None))]
+    figures = utilisation(rows, ceiling_tflops=None)
+    assert figures["mfu"] == {"16": None} and figures["matmul_ceiling_share"] == {"16": None}
+    assert utilisation_lines(figures)[1] == "MFU: no spec peak for this device (the trials' peak_flops is NULL)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from raysweep.core.params import TrialParams
@@ -23,3 +24,12 @@ def test_every_measured_column_has_a_doc_and_every_column_appears():
         missing = [name for name in schema.names if f"`{name}`" not in text]
         # configuration columns are the one "every trial parameter" row
         assert set(missing) <= set(TrialParams.field_names()), (table, missing)
+
+
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_every_type_reads_back_from_a_parquet_file_as_the_readme_prints_it(table, tmp_path):
+    # Parquet names a list's items "element"; a schema saying "item" would print list<item: string> in the
+    # README while every file holds list<element: string>
+    pq.write_table(TABLES[table].empty_table(), tmp_path / "t.parquet")
+    read_back = pq.read_schema(tmp_path / "t.parquet")
+    assert [str(f.type) for f in read_back] == [str(f.type) for f in TABLES[table]]

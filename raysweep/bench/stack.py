@@ -79,21 +79,8 @@ def plain_pytorch(model_name: str, batch: int, steps: int, warmup: int, compile:
     return {"batch": batch, "compile": compile, "plain_img_s": batch * steps / elapsed, "plain_warmup_s": warmup_s}
 
 
-def train_flops_per_image(model_name: str) -> float:
-    """Forward FLOPs of one image counted by PyTorch, times 3 for forward plus backward."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from trainers.models import create_model, native_image_size
-
-    size = native_image_size(model_name)
-    model = create_model(model_name, num_classes=10)
-    with FlopCounterMode(display=False) as counter:
-        model(torch.randn(1, 3, size, size))
-    return 3.0 * counter.get_total_flops()
-
-
-def matmul_peak_tflops() -> float | None:
-    """The card's measured bf16 matrix ceiling (None on CPU)."""
+def matmul_ceiling_tflops() -> float | None:
+    """The card's measured bf16 matrix ceiling, an 8192^3 matmul (None on CPU)."""
     if not torch.cuda.is_available():
         return None
     dev = torch.device("cuda")
@@ -195,7 +182,53 @@ def compare(plain: dict, trial: dict) -> dict:
         "teardown_s": trial["teardown_s"],
         "trial_wall_s": trial["trial_wall_s"],
         "stack_warmup_s": trial["warmup_s"],
+        "flops_per_sample": trial["flops_per_sample"],
+        "peak_flops": trial["peak_flops"],
+        "mfu": trial["mfu"],
     }
+
+
+def achieved_over(row: dict, tflops: float | None) -> float | None:
+    """The row's achieved FLOP/s (stack throughput x FLOPs per sample) over ``tflops``; None where unknown."""
+    if not tflops or not row["flops_per_sample"]:
+        return None
+    return row["stack_img_s"] * row["flops_per_sample"] / (tflops * 1e12)
+
+
+def utilisation(rows: list[dict], ceiling_tflops: float | None) -> dict:
+    """Two figures per row, keyed by batch (``256c`` compiled), each None where its denominator is unknown.
+
+    ``mfu`` is the trial's own ``mfu`` column (throughput x flops_per_sample / (num_workers x the device's
+    spec-sheet peak), ``trainers.flops``), the one definition every doc uses; ``matmul_ceiling_share``
+    is the same achieved FLOP/s over the card's measured bf16 matmul ceiling instead of its spec peak.
+    """
+    keys = [str(r["batch"]) + ("c" if r["compile"] else "") for r in rows]
+    share = {key: achieved_over(r, ceiling_tflops) for key, r in zip(keys, rows)}
+    return {
+        "flops_per_sample": rows[0]["flops_per_sample"] if rows else None,
+        "peak_flops": rows[0]["peak_flops"] if rows else None,
+        "mfu": {key: r["mfu"] for key, r in zip(keys, rows)},
+        "matmul_ceiling_tflops": ceiling_tflops,
+        "matmul_ceiling_share": share,
+    }
+
+
+def utilisation_lines(figures: dict) -> list[str]:
+    flops, peak = figures["flops_per_sample"], figures["peak_flops"]
+    if flops is None:
+        return ["MFU: no FLOP count for this model"]
+    lines = [f"training FLOPs per sample (the trials' flops_per_sample): {flops / 1e9:.1f} GFLOP"]
+    if peak is None:
+        lines.append("MFU: no spec peak for this device (the trials' peak_flops is NULL)")
+    else:
+        mfu = ", ".join(f"{k}: {v:.1%}" for k, v in figures["mfu"].items() if v is not None)
+        lines.append(f"MFU (the trials' mfu column, over the spec peak of {peak / 1e12:.0f} TFLOP/s): {mfu}")
+    if figures["matmul_ceiling_tflops"]:
+        share = ", ".join(f"{k}: {v:.1%}" for k, v in figures["matmul_ceiling_share"].items() if v is not None)
+        lines.append(
+            f"share of the measured bf16 matmul ceiling ({figures['matmul_ceiling_tflops']:.0f} TFLOP/s): {share}"
+        )
+    return lines
 
 
 def stack_overrides(model: str, train_samples: int) -> dict:
@@ -240,8 +273,6 @@ def run(args: argparse.Namespace) -> dict:
     folder = None
     if args.image_folder:
         folder = image_folder_figures(args, tmp, model, big, synthetic, synthetic_trial["throughput"])
-    flops = train_flops_per_image(model)
-    peak = matmul_peak_tflops()
     return {
         "date": time.strftime("%Y-%m-%d"),
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
@@ -261,13 +292,7 @@ def run(args: argparse.Namespace) -> dict:
         "setup_against_floor": None if floor is None else setup_against_floor(trials, economy, floor),
         "economy": economy,
         "image_folder": folder,
-        "train_gflops_per_image": flops / 1e9,
-        "peak_bf16_tflops": peak,
-        "mfu": {
-            r["batch"] if not r["compile"] else f"{r['batch']}c": r["stack_img_s"] * flops / (peak * 1e12) for r in rows
-        }
-        if peak
-        else None,  # fmt: skip
+        "utilisation": utilisation(rows, matmul_ceiling_tflops()),
     }
 
 
@@ -347,11 +372,8 @@ def report(result: dict) -> str:
         *folder_lines(result["image_folder"]),
         *floor_lines(result["cold_floor"], result["setup_against_floor"]),
         economy_summary(result["economy"]),
-        f"training FLOPs per image: {result['train_gflops_per_image']:.1f} GFLOP",
+        *utilisation_lines(result["utilisation"]),
     ]
-    if result["peak_bf16_tflops"]:
-        mfu = ", ".join(f"{k}: {v:.1%}" for k, v in result["mfu"].items())
-        lines.append(f"measured bf16 matmul ceiling {result['peak_bf16_tflops']:.0f} TFLOP/s; MFU {mfu}")
     return "\n".join(lines)
 
 

@@ -171,6 +171,12 @@ TIMESTAMP = pa.timestamp("ms", tz="UTC")
 KEYS = [pa.field("sweep", pa.string()), pa.field("trial_id", pa.string())]
 
 
+def list_of(item: pa.DataType) -> pa.DataType:
+    """A list type whose items are named "element", as Parquet names them (Arrow's default is "item"), so the
+    type read back from a file prints as the schema, and the README generated from it, print it."""
+    return pa.list_(pa.field("element", item))
+
+
 def arrow_type(hint: Any, override: str = "", int_type: pa.DataType = INT64) -> pa.DataType:
     """The Arrow type of a dataclass field's type (``X | None`` is X, nullable)."""
     if override:
@@ -180,7 +186,7 @@ def arrow_type(hint: Any, override: str = "", int_type: pa.DataType = INT64) -> 
         (hint,) = args
         args = list(typing.get_args(hint))
     if typing.get_origin(hint) is list:
-        return pa.list_(arrow_type(args[0]))
+        return list_of(arrow_type(args[0]))
     if hint is datetime:
         return TIMESTAMP
     if hint is int:
@@ -238,8 +244,8 @@ MAX_BATCH_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("peak_mem_gib", pa.float64(), "peak memory of the `max_micro_batch` probe's busiest rank"),
     ("throughput", pa.float64(), "samples/s of the `max_micro_batch` probe (a few timed steps)"),
     ("probes", pa.int32(), "probe trials run for this configuration"),
-    ("probed_micro_batches", pa.list_(pa.int32()), "the micro batches probed, in order"),
-    ("probe_statuses", pa.list_(pa.string()), "completed, oom or failed, one per probed micro batch"),
+    ("probed_micro_batches", list_of(pa.int32()), "the micro batches probed, in order"),
+    ("probe_statuses", list_of(pa.string()), "completed, oom or failed, one per probed micro batch"),
     ("error", pa.string(), "a probe's failure other than out of memory, which ended this configuration's search"),
 ]
 MAX_BATCH = pa.schema([(name, arrow) for name, arrow, _ in MAX_BATCH_COLUMNS])

@@ -23,6 +23,8 @@ def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
     pipe = result["input_pipeline"]
     assert pipe["pipeline_img_s"] > pipe["model_img_s"] > 0  # the data path outruns the model
     assert 0 <= pipe["data_wait_fraction"] < 1 and pipe["cifar_img_s"] > 0
+    figures = result["utilisation"]  # the trials' own FLOP count; a CPU has no spec peak, so no MFU
+    assert figures["flops_per_sample"] > 0 and set(figures["mfu"].values()) == {None}
     assert "plain img/s" in proc.stdout and (tmp_path / "bench.md").is_file()
     assert result["command"].startswith("python -m raysweep.bench --quick")
 

@@ -1,0 +1,72 @@
+"""Regenerates the README's two CPU example sweeps, docs/results/cpu-batch-grid and cpu-strong-scaling, with
+today's code and schema, then re-renders the docs' figures from them.
+
+    PYTHONPATH=. python docs/results/cpu_examples.py                      # both, about 5-8 minutes on 2 cores
+    PYTHONPATH=. python docs/results/cpu_examples.py cpu-strong-scaling   # one
+
+Each example runs the command its README shows, into a temporary results directory, and keeps in
+docs/results/<name>/: ``summary.csv`` (one row per trial, every trials column: ``summarize_sweep.py``),
+``sweep.json`` (the command line, versions, the cluster, the economy) and ``report/`` (report.md,
+report.html, the PNG plots, summary.json). Its tables, logs, TensorBoard runs and Ray's state are not kept,
+except the embedded default's ``trials/``, ``epochs/`` and ``ranks/``, from which
+tests/integration/test_watching.py builds the report it screenshots. Then ``python docs/render.py``
+rewrites the figures of the READMEs from the new summaries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))  # summarize_sweep, beside this script
+
+from summarize_sweep import summarize  # noqa: E402
+
+# name -> the options of `python -m raysweep.tune` its README shows (its results dir and name are added here)
+EXAMPLES = {
+    "cpu-batch-grid": ["--space", "batch_grid"],
+    "cpu-strong-scaling": [
+        "--space", "strong_scaling", "--set", "num_workers=[1,2]", "--set", "train_samples=1024", "--epochs", "2",
+    ],
+}  # fmt: skip
+REPORT_FILES = ("report.md", "report.html", "summary.json", "*.png")
+TABLES_KEPT = {"cpu-batch-grid": ("trials", "epochs", "ranks")}
+
+
+def regenerate(name: str, scratch: Path) -> None:
+    command = [sys.executable, "-m", "raysweep.tune", *EXAMPLES[name], "--results-dir", str(scratch), "--name", name]
+    print("running:", " ".join(command[1:]), flush=True)
+    subprocess.run(command, cwd=ROOT, check=True)
+    sweep, kept = scratch / name, HERE / name
+    for old in ("trials", "epochs", "ranks", "tensorboard", "report"):
+        shutil.rmtree(kept / old, ignore_errors=True)
+    (kept / "report").mkdir(parents=True)
+    for pattern in REPORT_FILES:
+        for file in (sweep / "report").glob(pattern):
+            shutil.copy(file, kept / "report" / file.name)
+    for table in TABLES_KEPT.get(name, ()):
+        shutil.copytree(sweep / table, kept / table)
+    shutil.copy(sweep / "sweep.json", kept / "sweep.json")
+    shutil.copy(summarize(sweep), kept / "summary.csv")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"any of {', '.join(EXAMPLES)} (default: all)")
+    names = parser.parse_args(argv).names or list(EXAMPLES)
+    if unknown := sorted(set(names) - set(EXAMPLES)):
+        parser.error(f"no example {', '.join(unknown)}; the examples: {', '.join(EXAMPLES)}")
+    with tempfile.TemporaryDirectory(prefix="raysweep-examples-") as scratch:
+        for name in names:
+            regenerate(name, Path(scratch))
+    return subprocess.run([sys.executable, str(ROOT / "docs" / "render.py")], cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""The README's examples run as printed against one real sweep: its Python API example makes the sweep (2 trials
+of 2 CPU ranks), then its DuckDB and ``raysweep.query`` queries, its ``raysweep.query`` command line, its
+``--dry-run`` command lines and the TensorBoard tags it names are checked against what that sweep wrote.
+
+Each example is read from the README at test time (the block after ``<!-- example:NAME -->``), so the test and
+the README cannot diverge: an example that stops working fails here.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from raysweep.query import connect, run_query
+from tests.integration.conftest import REPO, explain, run_cli
+from tests.integration.test_watching import read_scalars
+
+README = (REPO / "README.md").read_text()
+# the sweep name the README's command line shows, a placeholder for the sweep this test made
+PLACEHOLDER_SWEEP = "batch_grid-20261202-170000"
+
+
+def example(name: str) -> str:
+    """The fenced (```lang ... ```) or indented block that follows ``<!-- example:NAME -->`` in the README."""
+    marker = f"<!-- example:{name} -->\n"
+    assert README.count(marker) == 1, f"the README has no single {marker!r}"
+    after = README.split(marker, 1)[1]
+    if after.startswith("```"):
+        return after.split("\n", 1)[1].split("\n```", 1)[0]
+    lines = []
+    for line in after.splitlines():
+        if not line.startswith("    "):
+            break
+        lines.append(line[4:])
+    return "\n".join(lines)
+
+
+def statements(sql: str) -> list[str]:
+    """The SQL block's statements, comments dropped."""
+    body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+    return [s.strip() for s in body.split(";") if s.strip()]
+
+
+def environment() -> dict:
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> dict:
+    """The README's Python API example, run as printed in a fresh directory (it writes ./raysweep-results)."""
+    work = tmp_path_factory.mktemp("readme")
+    script = example("python-api") + (
+        "\nimport json\n"
+        'print("RESULT " + json.dumps({"path": str(result.path), "report": str(result.report), '
+        '"loaded": again.trials.to_pylist()}, default=str))\n'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=work, env=environment(), capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, explain(proc)
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    result = json.loads(line[len("RESULT ") :])
+    # the example's results_dir is relative: its paths are the working directory's
+    return {**result, "work": work, "path": work / result["path"], "report": work / result["report"]}
+
+
+def test_the_python_api_example_runs_its_sweep_and_loads_it_back(sweep):
+    assert Path(sweep["path"]).parent == sweep["work"] / "raysweep-results"
+    assert Path(sweep["report"]).is_file()
+    loaded = sweep["loaded"]
+    assert sorted(t["micro_batch_per_worker"] for t in loaded) == [32, 64]
+    assert {(t["status"], t["num_workers"], t["epochs"]) for t in loaded} == {("completed", 2, 1)}
+
+
+def test_the_duckdb_queries_run_on_the_sweeps_files(sweep, monkeypatch):
+    monkeypatch.chdir(sweep["work"])  # the README's paths are relative to where the sweep ran
+    by_batch, per_epoch = (duckdb.sql(sql).fetchall() for sql in statements(example("duckdb")))
+    assert [(row[1], row[2]) for row in by_batch] == [(32, 2), (64, 2)] and all(row[3] > 0 for row in by_batch)
+    assert len(per_epoch) == 2 and all(row[2] is not None and row[3] > 0 for row in per_epoch)
+
+
+def test_the_raysweep_query_examples_run_and_every_column_they_name_exists(sweep):
+    con = connect(sweep["work"] / "raysweep-results")
+    by_workers, to_accuracy, stragglers = (run_query(con, sql).to_pylist() for sql in statements(example("query")))
+    (row,) = by_workers
+    assert row["num_workers"] == 2 and row["trials"] == 2 and row["samples_per_s"] > 0
+    assert row["comm_kernel_ms"] > 0 and 0 <= row["comm_overlap"] <= 1  # two ranks: measured
+    assert len(to_accuracy) == 2  # one row per trial; NULL where 70% was not reached in one epoch
+    assert all(t["train_seconds_to_70pct"] is None or t["train_seconds_to_70pct"] > 0 for t in to_accuracy)
+    assert len(stragglers) == 2 and all(s["straggler_ratio"] >= 1 and s["mean_wait_ms"] >= 0 for s in stragglers)
+
+
+def test_the_raysweep_query_command_line_writes_its_csv(sweep):
+    name = Path(sweep["path"]).name
+    (command,) = example("query-cli").splitlines()
+    argv = shlex.split(command.replace(PLACEHOLDER_SWEEP, name))
+    proc = subprocess.run(argv, cwd=sweep["work"], env=environment(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, explain(proc)
+    with open(sweep["work"] / "trials.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["sweep"] for r in rows} == {name} and len(rows) == 2
+
+
+def test_the_tensorboard_tags_the_readme_names_are_the_ones_written(sweep):
+    paragraph = README.split("**TensorBoard.**", 1)[1].split("\n\n", 1)[0]
+    named = {tag for tag in re.findall(r"`([a-z_<>N0-9]+/[a-z_]+)`", paragraph)}
+    expected = {tag.replace("<N>", str(rank)) for tag in named for rank in (0, 1)}
+    runs = sorted((Path(sweep["path"]) / "tensorboard").iterdir())
+    assert len(runs) == 2
+    written = set().union(*(read_scalars(run) for run in runs))
+    assert written == expected, (sorted(written - expected), sorted(expected - written))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [line.strip() for line in README.splitlines() if re.match(r"\s+python -m raysweep\.tune .*--dry-run", line)],
+)
+def test_the_dry_run_command_lines_plan_without_error(command):
+    argv = shlex.split(command.split("#", 1)[0])
+    proc = run_cli(*argv[3:], timeout=300)
+    assert proc.returncode == 0 and "trial" in proc.stdout.lower(), explain(proc)

@@ -18,7 +18,7 @@ PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 DEVICES = ("auto", "cpu", "gpu")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 OPTIMIZERS = ("adamw", "sgd", "lamb")
-ENGINES = ("deepspeed", "ddp", "fsdp")
+ENGINES = ("deepspeed", "ddp", "fsdp", "accelerate")
 LR_SCHEDULES = ("constant", "cosine")
 DECODERS = ("auto", "cpu", "gpu")
 PREPARES = ("auto", "off", "pixels")
@@ -77,7 +77,11 @@ class TrialParams:
         },
     )
     engine: str = field(
-        default="deepspeed", metadata={"doc": "deepspeed | ddp (Ray Train's prepare_model) | fsdp (PyTorch FSDP2)"}
+        default="deepspeed",
+        metadata={
+            "doc": "deepspeed | ddp (Ray Train's prepare_model) | fsdp (PyTorch FSDP2) | accelerate (Hugging Face "
+            "Accelerate's Accelerator, its DDP path)"
+        },
     )
     reshard_after_forward: bool = field(
         default=True, metadata={"doc": "engine=fsdp: free the gathered parameters after forward (FSDP2)"}
@@ -201,7 +205,7 @@ class TrialParams:
         """What runs the low precision: none (fp32), autocast, or deepspeed (its bf16/fp16 engine)."""
         if self.precision not in ("bf16", "fp16"):
             return "none"
-        return "autocast" if self.uses_autocast or self.engine == "ddp" else "deepspeed"
+        return "deepspeed" if self.engine == "deepspeed" and not self.uses_autocast else "autocast"
 
     @property
     def learning_rate(self) -> float:
@@ -305,8 +309,8 @@ class TrialParams:
             )
         if self.device == "cpu" and self.precision in ("bf16", "fp16"):
             raise UsageError(f"precision={self.precision} needs a GPU; on CPU use precision=fp32")
-        if self.engine == "ddp" and self.zero_stage:
-            raise UsageError("zero_stage > 0 needs engine=deepspeed (DDP has no ZeRO)")
+        if self.engine in ("ddp", "accelerate") and self.zero_stage:
+            raise UsageError(f"zero_stage > 0 needs engine=deepspeed (engine={self.engine} has no ZeRO)")
         if self.optimizer == "lamb" and self.zero_stage:
             # ZeRO hands the optimizer one flat partition per parameter group, so LAMB's per-layer
             # trust ratio would silently become one ratio per group.

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from raysweep.bench.stack import floor_lines, setup_against_floor, stack_overrides
+import pytest
+
+from raysweep.bench.stack import best_plain, compare, floor_lines, setup_against_floor, spread, stack_overrides
 
 
 def at(second: int) -> datetime:
@@ -43,3 +45,24 @@ def test_the_full_stack_runs_the_model_at_the_resolution_of_the_plain_loop():
     # ratio against a plain loop at another resolution would compare different work
     assert stack_overrides("vit_base_patch16_224", 7680)["image_size"] == 224
     assert stack_overrides("vit_micro_patch4_32", 256)["image_size"] == 32
+
+
+def test_the_best_hand_written_variant_is_the_highest_median_per_batch():
+    plain = [
+        {"batch": 64, "variant": "eager", "plain_img_s": 100.0},
+        {"batch": 64, "variant": "default", "plain_img_s": 130.0},
+        {"batch": 64, "variant": "reduce-overhead", "plain_img_s": 120.0},
+        {"batch": 128, "variant": "eager", "plain_img_s": 200.0},
+    ]
+    assert {b: p["variant"] for b, p in best_plain(plain).items()} == {64: "default", 128: "eager"}
+
+
+def test_the_ratio_is_of_medians_and_its_range_pairs_the_extreme_windows():
+    plain = {"batch": 64, "variant": "default", **spread("plain_img_s", [90.0, 100.0, 110.0])}
+    eager = {"plain_img_s": 80.0}
+    trial = {"epoch_img_s": [95.0, 99.0, 104.5], "throughput": 99.0, "compile": True, "setup_s": 1.0}
+    trial |= {"teardown_s": 0.5, "trial_wall_s": 9.0, "warmup_s": 2.0}
+    row = compare(plain, trial, eager)
+    assert row["ratio"] == pytest.approx(99.0 / 100.0)
+    assert row["ratio_min"] == pytest.approx(95.0 / 110.0) and row["ratio_max"] == pytest.approx(104.5 / 90.0)
+    assert row["eager_img_s"] == 80.0 and row["stack_img_s_min"] == 95.0

@@ -19,6 +19,7 @@ DEVICES = ("auto", "cpu", "gpu")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 OPTIMIZERS = ("adamw", "sgd", "lamb")
 ENGINES = ("deepspeed", "ddp", "fsdp", "accelerate")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
 LR_SCHEDULES = ("constant", "cosine")
 DECODERS = ("auto", "cpu", "gpu")
 PREPARES = ("auto", "off", "pixels")
@@ -109,6 +110,13 @@ class TrialParams:
         default=0.05, metadata={"doc": "share of the trial's optimizer steps in linear learning-rate warm-up"}
     )
     compile: bool = field(default=False, metadata={"doc": "torch.compile the model inside the engine"})
+    compile_mode: str = field(
+        default="default",
+        metadata={
+            "doc": "with compile=true, torch.compile's mode: default | reduce-overhead (CUDA graphs: no per-step "
+            "launch and Python work, for small batches) | max-autotune-no-cudagraphs (searches kernels)"
+        },
+    )
     slow_ranks: str = field(
         default="", metadata={"doc": "comma-separated ranks made artificially slower, e.g. '0' or '1,3'"}
     )
@@ -246,6 +254,7 @@ class TrialParams:
         choose("precision", self.precision, PRECISIONS)
         choose("optimizer", self.optimizer, OPTIMIZERS)
         choose("engine", self.engine, ENGINES)
+        choose("compile_mode", self.compile_mode, COMPILE_MODES)
         choose("amp", self.amp, AMPS)
         choose("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         choose("decode", self.decode, DECODERS)

@@ -18,6 +18,7 @@ import torch
 
 from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import GRAD_CLIP_NORM
+from trainers.engines.compiling import compiled
 
 STATE = "accelerate.pt"
 MIXED_PRECISION = {"fp32": "no", "bf16": "bf16", "fp16": "fp16"}
@@ -44,7 +45,7 @@ class AccelerateEngine:
         optimizer = make_optimizer(model)
         self.ddp, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.scheduler = make_scheduler(self.optimizer.optimizer)
-        self.module = torch.compile(self.ddp) if params.compile else self.ddp
+        self.module = compiled(self.ddp, params)
         self.accum = params.grad_accum_steps
         self.micro_steps = 0
         # Weights stay fp32 under autocast, so inputs and gradients (and their all-reduce) are fp32.

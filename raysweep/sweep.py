@@ -25,6 +25,7 @@ from raysweep.recorder import ResultTablesCallback
 from raysweep.runtime import cluster
 from raysweep.runtime.bytecode_cache import bytecode_cache
 from raysweep.runtime.capacity import DRIVER_CPU, Capacity, local_num_cpus
+from raysweep.runtime.compile_cache import compile_cache_env
 from raysweep.runtime.ray_logs import logs_location, plain_log_output, quiet_forwarded_logs
 from raysweep.runtime.searcher import FitSearcher
 from raysweep.runtime.train_run import import_train_torch_in_background
@@ -58,7 +59,7 @@ def run_sweep(
     with bytecode_cache() as bytecode:
         try:
             import_train_torch_in_background()
-            connect(options, options.address, static, bytecode)
+            connect(options, options.address, static, {**bytecode, **compile_cache_env(sweep)})
             with worker_groups(options, store) as groups:
                 trials, notes = plan_on_cluster(options, space, groups, fit_batches)
                 for line in [*notes, trial_table(trials), *watch_hints(store.root)]:
@@ -111,7 +112,8 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
     address = options.address or (None if recorded == "local" else recorded)
     with bytecode_cache() as bytecode:
         try:
-            connect(options, address, [TrialParams.from_dict(t) for t in info.get("trials", [])], bytecode)
+            trials = [TrialParams.from_dict(t) for t in info.get("trials", [])]
+            connect(options, address, trials, {**bytecode, **compile_cache_env(store.sweep)})
             print(f"resuming sweep {store.sweep}: {len(store.finished_params())} trials already have rows")
             with worker_groups(options, store):
                 tuner = tune.Tuner.restore(

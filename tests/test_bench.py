@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import pytest
+
 from raysweep.bench.stack import (
+    best_plain,
     compare,
     floor_lines,
     setup_against_floor,
+    spread,
     stack_overrides,
     utilisation,
     utilisation_lines,
@@ -52,10 +56,18 @@ def test_the_full_stack_runs_the_model_at_the_resolution_of_the_plain_loop():
     assert stack_overrides("vit_micro_patch4_32", 256)["image_size"] == 32
 
 
-def stack_trial(throughput: float, flops_per_sample: float | None, peak_flops: float | None, mfu: float | None) -> dict:
+def stack_trial(
+    throughput: float,
+    flops_per_sample: float | None,
+    peak_flops: float | None,
+    mfu: float | None,
+    compile: bool = False,
+) -> dict:
     timings = {"setup_s": 1.0, "teardown_s": 0.0, "trial_wall_s": 2.0, "warmup_s": 0.5}
     return {
         "throughput": throughput,
+        "epoch_img_s": [throughput],
+        "compile": compile,
         "flops_per_sample": flops_per_sample,
         "peak_flops": peak_flops,
         "mfu": mfu,
@@ -66,10 +78,10 @@ def stack_trial(throughput: float, flops_per_sample: float | None, peak_flops: f
 def test_the_bench_mfu_is_the_trials_mfu_column_and_the_ceiling_share_is_a_second_figure():
     # 1000 samples/s x 1 GFLOP = 1 TFLOP/s achieved: 0.25 of a 4 TFLOP/s spec peak (the trial's own column,
     # passed through), 0.5 of a measured 2 TFLOP/s matmul ceiling
-    plain = {"batch": 64, "compile": False, "plain_img_s": 1000.0}
+    plain = {"batch": 64, "variant": "eager", **spread("plain_img_s", [1000.0])}
     rows = [
-        compare(plain, stack_trial(1000.0, 1e9, 4e12, 0.25)),
-        compare({**plain, "compile": True}, stack_trial(2000.0, 1e9, 4e12, 0.5)),
+        compare(plain, stack_trial(1000.0, 1e9, 4e12, 0.25), plain),
+        compare(plain, stack_trial(2000.0, 1e9, 4e12, 0.5, compile=True), plain),
     ]
     figures = utilisation(rows, ceiling_tflops=2.0)
     assert figures["mfu"] == {"64": 0.25, "64c": 0.5}
@@ -80,7 +92,28 @@ def test_the_bench_mfu_is_the_trials_mfu_column_and_the_ceiling_share_is_a_secon
 
 
 def test_on_a_cpu_there_is_no_mfu_and_no_ceiling():
-    rows = [compare({"batch": 16, "compile": False, "plain_img_s": 100.0}, stack_trial(90.0, 2e7, None, None))]
+    plain = {"batch": 16, "variant": "eager", **spread("plain_img_s", [100.0])}
+    rows = [compare(plain, stack_trial(90.0, 2e7, None, None), plain)]
     figures = utilisation(rows, ceiling_tflops=None)
     assert figures["mfu"] == {"16": None} and figures["matmul_ceiling_share"] == {"16": None}
     assert utilisation_lines(figures)[1] == "MFU: no spec peak for this device (the trials' peak_flops is NULL)"
+
+
+def test_the_best_hand_written_variant_is_the_highest_median_per_batch():
+    plain = [
+        {"batch": 64, "variant": "eager", "plain_img_s": 100.0},
+        {"batch": 64, "variant": "default", "plain_img_s": 130.0},
+        {"batch": 64, "variant": "reduce-overhead", "plain_img_s": 120.0},
+        {"batch": 128, "variant": "eager", "plain_img_s": 200.0},
+    ]
+    assert {b: p["variant"] for b, p in best_plain(plain).items()} == {64: "default", 128: "eager"}
+
+
+def test_the_ratio_is_of_medians_and_its_range_pairs_the_extreme_windows():
+    plain = {"batch": 64, "variant": "default", **spread("plain_img_s", [90.0, 100.0, 110.0])}
+    eager = {"plain_img_s": 80.0}
+    trial = {**stack_trial(99.0, 1e9, 4e12, 0.25, compile=True), "epoch_img_s": [95.0, 99.0, 104.5]}
+    row = compare(plain, trial, eager)
+    assert row["ratio"] == pytest.approx(99.0 / 100.0)
+    assert row["ratio_min"] == pytest.approx(95.0 / 110.0) and row["ratio_max"] == pytest.approx(104.5 / 90.0)
+    assert row["eager_img_s"] == 80.0 and row["stack_img_s_min"] == 95.0

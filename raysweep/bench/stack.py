@@ -43,18 +43,27 @@ def device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def plain_pytorch(model_name: str, batch: int, steps: int, warmup: int, compile: bool = False) -> dict:
-    """Training throughput of the model in a plain PyTorch loop: bf16 autocast and fused AdamW on GPUs."""
+# Hand-written PyTorch as a performance engineer would try it: eager, then torch.compile's modes
+# (reduce-overhead adds CUDA graphs; max-autotune-no-cudagraphs searches kernels and keeps eager launches).
+PLAIN_VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune-no-cudagraphs")
+
+
+def plain_pytorch(
+    model_name: str, batch: int, steps: int, warmup: int, variant: str = "eager", repeats: int = 3
+) -> dict:
+    """Training throughput of the model in a plain PyTorch loop (bf16 autocast, fused AdamW and clipping on
+    GPUs), as the median of ``repeats`` timed windows of ``steps`` steps, with their range."""
     from trainers.deepspeed_config import GRAD_CLIP_NORM
     from trainers.models import create_model, native_image_size
 
     dev = device()
     if dev.type == "cpu":
         torch.set_num_threads(1)  # as a trial's rank, which holds one CPU (cpus_per_worker)
+    torch._dynamo.reset()  # every variant compiles from scratch, as a fresh process would
     size = native_image_size(model_name)
     model = create_model(model_name, num_classes=10).to(dev)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=dev.type == "cuda")
-    forward = torch.compile(model) if compile else model
+    forward = model if variant == "eager" else torch.compile(model, mode=None if variant == "default" else variant)
     x = torch.randn(batch, 3, size, size, device=dev)
     y = torch.randint(0, 10, (batch,), device=dev)
 
@@ -62,7 +71,7 @@ def plain_pytorch(model_name: str, batch: int, steps: int, warmup: int, compile:
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
             loss = F.cross_entropy(forward(x), y)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP_NORM, foreach=True)  # as both engines do
+        torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP_NORM, foreach=True)  # as the engines do
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
@@ -71,12 +80,33 @@ def plain_pytorch(model_name: str, batch: int, steps: int, warmup: int, compile:
         step()
     synchronize(dev)
     warmup_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    synchronize(dev)
-    elapsed = time.perf_counter() - t0
-    return {"batch": batch, "compile": compile, "plain_img_s": batch * steps / elapsed, "plain_warmup_s": warmup_s}
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        synchronize(dev)
+        rates.append(batch * steps / (time.perf_counter() - t0))
+    return {"batch": batch, "variant": variant, **spread("plain_img_s", rates), "plain_warmup_s": warmup_s}
+
+
+def spread(name: str, values: list[float]) -> dict:
+    """``name`` (the median), ``name_min``, ``name_max`` and the values themselves."""
+    return {
+        name: float(np.median(values)),
+        f"{name}_min": min(values),
+        f"{name}_max": max(values),
+        f"{name}_values": list(values),
+    }
+
+
+def best_plain(plain: list[dict]) -> dict[int, dict]:
+    """Per batch, the hand-written variant with the highest median throughput."""
+    best: dict[int, dict] = {}
+    for p in plain:
+        if p["batch"] not in best or p["plain_img_s"] > best[p["batch"]]["plain_img_s"]:
+            best[p["batch"]] = p
+    return best
 
 
 def matmul_ceiling_tflops() -> float | None:
@@ -126,17 +156,25 @@ def input_pipeline_rate(data_dir: Path, batch: int, image_size: int, batches: in
     return batch * batches / (time.perf_counter() - t0)
 
 
-def full_stack(results: Path, name: str, batches: list[int], overrides: dict) -> tuple[list[dict], dict]:
-    """A real sweep through the Python API (batch_grid over ``batches``): its trials rows, one per batch,
-    and the ``economy`` the sweep wrote into its ``sweep.json`` (duty cycle, median setup)."""
+def full_stack(
+    results: Path, name: str, batches: list[int], overrides: dict, epochs: int = 1
+) -> tuple[list[dict], dict]:
+    """A real sweep through the Python API (batch_grid over ``batches``): its trials rows, one per batch, each
+    with its epochs' throughputs (``epoch_img_s``: every epoch is one timed window of the same steps), and
+    the ``economy`` the sweep wrote into its ``sweep.json`` (duty cycle, median setup)."""
     from raysweep.api import run_sweep
 
-    overrides = {**overrides, "epochs": 1, "micro_batch_per_worker": batches}
+    overrides = {**overrides, "epochs": epochs, "micro_batch_per_worker": batches}
     result = run_sweep("batch_grid", results_dir=results, name=name, overrides=overrides, dashboard=False, report=False)
     if not result.all_completed:
         raise SystemExit(f"bench: the full-stack sweep {name} had trials that did not complete ({result.path})")
     economy = json.loads((result.path / "sweep.json").read_text())["economy"]
-    return result.trials.to_pylist(), economy
+    per_epoch: dict[str, list[float]] = {}
+    for row in sorted(result.epochs.to_pylist(), key=lambda r: r["epoch"]):
+        if row["throughput"] is not None:
+            per_epoch.setdefault(row["trial_id"], []).append(row["throughput"])
+    trials = [{**t, "epoch_img_s": per_epoch.get(t["trial_id"], [])} for t in result.trials.to_pylist()]
+    return trials, economy
 
 
 def warm_floor(model_name: str, batch: int) -> dict:
@@ -172,12 +210,18 @@ def setup_against_floor(trials: list[dict], economy: dict, floor: dict) -> dict:
     }
 
 
-def compare(plain: dict, trial: dict) -> dict:
-    """One row of the ratio table: the plain loop against the full-stack trial at the same batch."""
+def compare(plain: dict, trial: dict, eager: dict) -> dict:
+    """One row of the ratio table: the best hand-written variant against the full-stack trial at the same batch
+    (medians of the repeats; ``ratio_min``/``ratio_max`` pair the worst with the best window of each)."""
+    stack = spread("stack_img_s", trial["epoch_img_s"] or [trial["throughput"]])
     return {
         **plain,
-        "stack_img_s": trial["throughput"],
-        "ratio": trial["throughput"] / plain["plain_img_s"],
+        **stack,
+        "compile": trial["compile"],
+        "eager_img_s": eager["plain_img_s"],
+        "ratio": stack["stack_img_s"] / plain["plain_img_s"],
+        "ratio_min": stack["stack_img_s_min"] / plain["plain_img_s_max"],
+        "ratio_max": stack["stack_img_s_max"] / plain["plain_img_s_min"],
         "setup_s": trial["setup_s"],
         "teardown_s": trial["teardown_s"],
         "trial_wall_s": trial["trial_wall_s"],
@@ -250,20 +294,18 @@ def run(args: argparse.Namespace) -> dict:
 
     # first, while nothing else holds the device or the CPUs
     floor = None if args.no_floor else warm_floor(model, big)
-    plain = [plain_pytorch(model, b, steps, warmup=3) for b in batches]
-    if args.compile:
-        plain.append(plain_pytorch(model, max(batches), steps, warmup=3, compile=True))
+    variants = PLAIN_VARIANTS if args.compile else PLAIN_VARIANTS[:1]
+    plain = [plain_pytorch(model, b, steps, 3, v, args.repeats) for b in batches for v in variants]
     if torch.cuda.is_available():
         torch.cuda.empty_cache()  # the trials below run in other processes on the same device
+    eager = {p["batch"]: p for p in plain if p["variant"] == "eager"}
     synthetic = {**stack, "dataset": "synthetic", "max_steps_per_epoch": steps}
-    trials, economy = full_stack(tmp, "stack", batches, synthetic)
-    compiled = []
-    if args.compile:
-        compiled, _ = full_stack(tmp, "stack-compiled", [max(batches)], {**synthetic, "compile": True})
-
+    # --compile: the stack compiled too, held against the best variant; its trials share the group's compiles
+    trials, economy = full_stack(
+        tmp, "stack", batches, {**synthetic, "compile": bool(args.compile)}, epochs=args.repeats
+    )
     by_batch = {t["micro_batch_per_worker"]: t for t in trials}
-    rows = [compare(p, by_batch[p["batch"]]) for p in plain if not p["compile"]]
-    rows += [compare(p, compiled[0]) for p in plain if p["compile"]]
+    rows = [compare(p, by_batch[b], eager[b]) for b, p in sorted(best_plain(plain).items())]
 
     num_train = 5_000 if quick else 50_000
     cifar = write_cifar10(tmp / "cifar", num_train)
@@ -279,6 +321,7 @@ def run(args: argparse.Namespace) -> dict:
         "model": model,
         "command": args.command,
         "argv": sys.argv,
+        "plain": plain,
         "rows": rows,
         "input_pipeline": {
             "batch": big,
@@ -355,9 +398,18 @@ def image_folder_figures(
 
 
 def report(result: dict) -> str:
-    header = ["batch", "compile", "plain img/s", "stack img/s", "ratio", "setup s", "teardown s", "warm-up s"]
+    header = ["batch", "best hand-written", "img/s", "eager img/s", "stack", "stack img/s", "ratio"]
+    header += ["setup s", "teardown s", "warm-up s"]
     body = [
-        [str(r["batch"]), str(r["compile"]), f"{r['plain_img_s']:.1f}", f"{r['stack_img_s']:.1f}", f"{r['ratio']:.3f}"]
+        [
+            str(r["batch"]),
+            r["variant"],
+            ranged(r, "plain_img_s"),
+            f"{r['eager_img_s']:.1f}",
+            "compiled" if r["compile"] else "eager",
+            ranged(r, "stack_img_s"),
+            f"{r['ratio']:.3f} ({r['ratio_min']:.3f}-{r['ratio_max']:.3f})",
+        ]
         + [f"{r[k]:.1f}" for k in ("setup_s", "teardown_s", "stack_warmup_s")]
         for r in result["rows"]
     ]
@@ -365,6 +417,8 @@ def report(result: dict) -> str:
     lines = [
         f"{result['model']} on {result['device']}, {result['date']}: {result['command']}",
         format_table(header, body),
+        f"img/s: median of {len(result['rows'][0]['plain_img_s_values'])} timed windows (range); ratio: stack "
+        "over the best hand-written variant's medians (range: worst window over best, best over worst)",
         f"input pipeline alone: {pipe['pipeline_img_s']:.0f} img/s at batch {pipe['batch']} "
         f"(model: {pipe['model_img_s']:.0f} img/s on synthetic data)",
         f"CIFAR files through the full stack: {pipe['cifar_img_s']:.0f} img/s = "
@@ -375,6 +429,10 @@ def report(result: dict) -> str:
         *utilisation_lines(result["utilisation"]),
     ]
     return "\n".join(lines)
+
+
+def ranged(row: dict, name: str) -> str:
+    return f"{row[name]:.1f} ({row[name + '_min']:.1f}-{row[name + '_max']:.1f})"
 
 
 def floor_lines(floor: dict | None, against: dict | None) -> list[str]:
@@ -439,7 +497,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="the CPU form: small ViT at 32 px, small batches")
     p.add_argument("--model", help="model (default: vit_base_patch16_224, or vit_micro_patch4_32 with --quick)")
     p.add_argument("--batches", help="comma-separated micro batches (default 64,128,256; 16,32 with --quick)")
-    p.add_argument("--compile", action="store_true", help="also measure torch.compile at the largest batch")
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="hand-written variants compiled in every torch.compile mode too, and the stack compiled",
+    )
+    p.add_argument("--repeats", type=int, default=3, help="timed windows per measurement (default: %(default)s)")
     p.add_argument(
         "--no-floor", action="store_true", help="skip the cold-process floor (two fresh processes, 8-30 s each)"
     )

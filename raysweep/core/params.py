@@ -18,7 +18,8 @@ PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 DEVICES = ("auto", "cpu", "gpu")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 OPTIMIZERS = ("adamw", "sgd", "lamb")
-ENGINES = ("deepspeed", "ddp", "fsdp")
+ENGINES = ("deepspeed", "ddp", "fsdp", "accelerate")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
 LR_SCHEDULES = ("constant", "cosine")
 DECODERS = ("auto", "cpu", "gpu")
 PREPARES = ("auto", "off", "pixels")
@@ -77,7 +78,11 @@ class TrialParams:
         },
     )
     engine: str = field(
-        default="deepspeed", metadata={"doc": "deepspeed | ddp (Ray Train's prepare_model) | fsdp (PyTorch FSDP2)"}
+        default="deepspeed",
+        metadata={
+            "doc": "deepspeed | ddp (Ray Train's prepare_model) | fsdp (PyTorch FSDP2) | accelerate (Hugging Face "
+            "Accelerate's Accelerator, its DDP path)"
+        },
     )
     reshard_after_forward: bool = field(
         default=True, metadata={"doc": "engine=fsdp: free the gathered parameters after forward (FSDP2)"}
@@ -105,6 +110,13 @@ class TrialParams:
         default=0.05, metadata={"doc": "share of the trial's optimizer steps in linear learning-rate warm-up"}
     )
     compile: bool = field(default=False, metadata={"doc": "torch.compile the model inside the engine"})
+    compile_mode: str = field(
+        default="default",
+        metadata={
+            "doc": "with compile=true, torch.compile's mode: default | reduce-overhead (CUDA graphs: no per-step "
+            "launch and Python work, for small batches) | max-autotune-no-cudagraphs (searches kernels)"
+        },
+    )
     slow_ranks: str = field(
         default="", metadata={"doc": "comma-separated ranks made artificially slower, e.g. '0' or '1,3'"}
     )
@@ -201,7 +213,7 @@ class TrialParams:
         """What runs the low precision: none (fp32), autocast, or deepspeed (its bf16/fp16 engine)."""
         if self.precision not in ("bf16", "fp16"):
             return "none"
-        return "autocast" if self.uses_autocast or self.engine == "ddp" else "deepspeed"
+        return "deepspeed" if self.engine == "deepspeed" and not self.uses_autocast else "autocast"
 
     @property
     def learning_rate(self) -> float:
@@ -242,6 +254,7 @@ class TrialParams:
         choose("precision", self.precision, PRECISIONS)
         choose("optimizer", self.optimizer, OPTIMIZERS)
         choose("engine", self.engine, ENGINES)
+        choose("compile_mode", self.compile_mode, COMPILE_MODES)
         choose("amp", self.amp, AMPS)
         choose("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         choose("decode", self.decode, DECODERS)
@@ -305,8 +318,8 @@ class TrialParams:
             )
         if self.device == "cpu" and self.precision in ("bf16", "fp16"):
             raise UsageError(f"precision={self.precision} needs a GPU; on CPU use precision=fp32")
-        if self.engine == "ddp" and self.zero_stage:
-            raise UsageError("zero_stage > 0 needs engine=deepspeed (DDP has no ZeRO)")
+        if self.engine in ("ddp", "accelerate") and self.zero_stage:
+            raise UsageError(f"zero_stage > 0 needs engine=deepspeed (engine={self.engine} has no ZeRO)")
         if self.optimizer == "lamb" and self.zero_stage:
             # ZeRO hands the optimizer one flat partition per parameter group, so LAMB's per-layer
             # trust ratio would silently become one ratio per group.

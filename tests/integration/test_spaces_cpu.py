@@ -124,17 +124,17 @@ def test_precision_needs_a_gpu_and_is_skipped_with_a_message(tmp_path):
     assert "Traceback" not in proc.stderr and not (tmp_path / "r").exists()
 
 
-def test_engine_deepspeed_ddp_and_fsdp_run_the_same_trial(tmp_path):
+def test_engine_deepspeed_ddp_fsdp_and_accelerate_run_the_same_trial(tmp_path):
     # One trial of each engine: ZeRO 0 and FSDP2 resharding after forward stand for their axes.
-    sets = ("engine=[deepspeed,ddp,fsdp]", "zero_stage=0", "reshard_after_forward=true")
+    sets = ("engine=[deepspeed,ddp,fsdp,accelerate]", "zero_stage=0", "reshard_after_forward=true")
     _, trials = run_space(tmp_path, "engine", *sets, "train_samples=128", "micro_batch_per_worker=16")
-    assert sorted(r["engine"] for r in trials) == ["ddp", "deepspeed", "fsdp"]
+    assert sorted(r["engine"] for r in trials) == ["accelerate", "ddp", "deepspeed", "fsdp"]
     assert {(r["num_workers"], r["zero_stage"], r["optimizer_steps"]) for r in trials} == {(2, 0, 4)}
     # Same data, weights, optimizer, clipping and accumulation: the engines take the same steps. In fp32 on
     # 2 ranks they come out bit-identical (a sum of two gradients has one order, and halving it is exact,
     # whether by all-reduce or reduce-scatter); the tolerance leaves room for the gradient-norm sums of
     # clipping, which each engine adds up in its own order.
-    ddp, ds, fsdp = sorted(trials, key=lambda r: r["engine"])
-    for other in (ds, fsdp):
+    accelerate, ddp, ds, fsdp = sorted(trials, key=lambda r: r["engine"])
+    for other in (ds, fsdp, accelerate):
         assert other["final_loss"] == pytest.approx(ddp["final_loss"], rel=1e-6), (other["engine"], other, ddp)
         assert other["val_accuracy"] == pytest.approx(ddp["val_accuracy"], abs=1e-6), other["engine"]

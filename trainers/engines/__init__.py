@@ -17,6 +17,7 @@ from typing import Protocol
 import torch
 
 from raysweep.core.params import TrialParams
+from trainers.engines.accelerate import AccelerateEngine
 from trainers.engines.ddp import DTYPES, DDPEngine
 from trainers.engines.deepspeed import DeepSpeedEngine
 from trainers.engines.fsdp import FSDPEngine
@@ -42,7 +43,12 @@ EngineFactory = Callable[[TrialParams, torch.nn.Module, torch.device, OptimizerF
 
 __all__ = ["DTYPES", "ENGINES", "Engine", "build_engine", "build_optimizer", "lr_factor"]
 
-ENGINES: dict[str, EngineFactory] = {"deepspeed": DeepSpeedEngine, "ddp": DDPEngine, "fsdp": FSDPEngine}
+ENGINES: dict[str, EngineFactory] = {
+    "deepspeed": DeepSpeedEngine,
+    "ddp": DDPEngine,
+    "fsdp": FSDPEngine,
+    "accelerate": AccelerateEngine,
+}
 
 
 def build_engine(params: TrialParams, model: torch.nn.Module, device: torch.device, total_steps: int) -> Engine:

@@ -10,6 +10,7 @@ import torch
 
 from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import GRAD_CLIP_NORM
+from trainers.engines.compiling import compiled
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 STATE = "ddp.pt"
@@ -32,7 +33,7 @@ class DDPEngine:
         self.optimizer = make_optimizer(model)
         self.scheduler = make_scheduler(self.optimizer)
         self.ddp = ray.train.torch.prepare_model(model)
-        self.module = torch.compile(self.ddp) if params.compile else self.ddp
+        self.module = compiled(self.ddp, params)
         self.accum = params.grad_accum_steps
         self.micro_steps = 0
         autocast_dtype = DTYPES[params.precision]

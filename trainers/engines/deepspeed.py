@@ -17,6 +17,7 @@ import torch
 
 from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import GRAD_CLIP_NORM, build_deepspeed_config
+from trainers.engines.compiling import compile_options
 from trainers.engines.ddp import DTYPES
 
 TAG = "engine"
@@ -53,7 +54,7 @@ class DeepSpeedEngine:
             model=model, optimizer=make_optimizer(model), lr_scheduler=make_scheduler, config=config
         )
         if params.compile:
-            self.ds.compile()
+            self.ds.compile(compile_kwargs=compile_options(params))
         self.module = self.ds
         self.input_dtype = torch.float32 if params.uses_autocast else DTYPES[params.precision]
 

@@ -1,0 +1,102 @@
+"""Hugging Face Accelerate's ``Accelerator`` (its DDP path) with the engine interface of DeepSpeed, DDP and FSDP2.
+
+Ray Train has made the process group when the engine starts; Accelerate finds it and wraps the model in
+DDP itself (``prepare``), and its mixed precision is torch autocast over fp32 weights (bf16), with its
+GradScaler for fp16. The updates are the other engines': gradients synchronised at the accumulation
+boundary only, clipped at the global norm ``GRAD_CLIP_NORM``, one optimizer and one schedule step per
+boundary. The schedule stays ours (not ``prepare``d): Accelerate's scheduler wrapper steps once per
+process per optimizer step, which would run the schedule ``world_size`` times faster than the others'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import nullcontext
+from pathlib import Path
+
+import torch
+
+from raysweep.core.params import TrialParams
+from trainers.deepspeed_config import GRAD_CLIP_NORM
+from trainers.engines.compiling import compiled
+
+STATE = "accelerate.pt"
+MIXED_PRECISION = {"fp32": "no", "bf16": "bf16", "fp16": "fp16"}
+
+
+class AccelerateEngine:
+    """``engine(x)``, ``engine.backward(loss)``, ``engine.step()`` per micro batch through an ``Accelerator``."""
+
+    def __init__(
+        self,
+        params: TrialParams,
+        model: torch.nn.Module,
+        device: torch.device,
+        make_optimizer: Callable[[torch.nn.Module], torch.optim.Optimizer],
+        make_scheduler: Callable[[torch.optim.Optimizer], torch.optim.lr_scheduler.LRScheduler],
+    ):
+        from accelerate import Accelerator
+        from accelerate.state import AcceleratorState
+
+        # The Accelerator's state is process-wide; a worker group's later trial may ask for another precision.
+        AcceleratorState._reset_state()
+        self.accelerator = Accelerator(mixed_precision=MIXED_PRECISION[params.precision], cpu=device.type == "cpu")
+        model = model.to(self.accelerator.device)
+        optimizer = make_optimizer(model)
+        self.ddp, self.optimizer = self.accelerator.prepare(model, optimizer)
+        self.scheduler = make_scheduler(self.optimizer.optimizer)
+        self.module = compiled(self.ddp, params)
+        self.accum = params.grad_accum_steps
+        self.micro_steps = 0
+        # Weights stay fp32 under autocast, so inputs and gradients (and their all-reduce) are fp32.
+        self.input_dtype = torch.float32
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.module(x)
+
+    def is_gradient_accumulation_boundary(self) -> bool:
+        return (self.micro_steps + 1) % self.accum == 0
+
+    def backward(self, loss: torch.Tensor) -> None:
+        boundary = self.is_gradient_accumulation_boundary()
+        with nullcontext() if boundary else self.accelerator.no_sync(self.ddp):
+            self.accelerator.backward(loss / self.accum)
+
+    def step(self) -> None:
+        if self.is_gradient_accumulation_boundary():
+            # Accelerate unscales fp16 gradients before it clips: the true gradients are clipped, as in DDP.
+            self.accelerator.clip_grad_norm_(self.ddp.parameters(), GRAD_CLIP_NORM)
+            self.optimizer.step()
+            if not self.optimizer.step_was_skipped:  # an fp16 overflow skips the update and its schedule step
+                self.scheduler.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        self.micro_steps += 1
+
+    def train(self) -> None:
+        self.module.train()
+
+    def eval(self) -> None:
+        self.module.eval()
+
+    def save(self, directory: Path, rank: int) -> None:
+        """Rank 0 writes the replicated state: every rank holds the same weights and optimizer state."""
+        if rank != 0:
+            return
+        scaler = self.accelerator.scaler
+        state = {
+            "model": self.accelerator.unwrap_model(self.ddp).state_dict(),
+            "optimizer": self.optimizer.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": scaler.state_dict() if scaler is not None else None,
+            "micro_steps": self.micro_steps,
+        }
+        torch.save(state, Path(directory) / STATE)
+
+    def load(self, directory: Path) -> None:
+        state = torch.load(Path(directory) / STATE, map_location="cpu", weights_only=False)
+        self.accelerator.unwrap_model(self.ddp).load_state_dict(state["model"])
+        self.optimizer.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        if self.accelerator.scaler is not None:
+            self.accelerator.scaler.load_state_dict(state["scaler"])
+        self.micro_steps = state["micro_steps"]

@@ -1,0 +1,17 @@
+"""torch.compile as the trial asks for it (``compile``, ``compile_mode``), one rule for every engine."""
+
+from __future__ import annotations
+
+import torch
+
+from raysweep.core.params import TrialParams
+
+
+def compile_options(params: TrialParams) -> dict:
+    """torch.compile's keyword arguments for the trial's mode (its default mode is ``mode=None``)."""
+    return {} if params.compile_mode == "default" else {"mode": params.compile_mode}
+
+
+def compiled(module: torch.nn.Module, params: TrialParams) -> torch.nn.Module:
+    """``module`` compiled in the trial's mode, or itself when the trial does not compile."""
+    return torch.compile(module, **compile_options(params)) if params.compile else module

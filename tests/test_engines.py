@@ -91,6 +91,17 @@ def batches(n: int):
     return [(torch.randn(4, 3, 8, 8, generator=g), torch.randint(0, 3, (4,), generator=g)) for _ in range(n)]
 
 
+def train(engine, data) -> list[float]:
+    """One engine step per micro batch, as the training loop takes it; the losses."""
+    losses = []
+    for x, y in data:
+        loss = F.cross_entropy(engine(x), y)
+        engine.backward(loss)
+        engine.step()
+        losses.append(loss.item())
+    return losses
+
+
 def plain_torch_losses(params: TrialParams, data, steps: int, accum: int) -> tuple[list[float], list[float]]:
     """The reference loop: timm's optimizer, clipping at the boundary, the schedule stepped once per update."""
     model = tiny_vit()
@@ -116,12 +127,7 @@ def test_deepspeed_engine_matches_plain_torch_with_clipping_accumulation_and_sch
     ).resolve(cluster_has_gpus=False)
     data = batches(steps * accum)
     engine = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=steps)
-    ours = []
-    for x, y in data:
-        loss = F.cross_entropy(engine(x), y)
-        engine.backward(loss)
-        engine.step()
-        ours.append(loss.item())
+    ours = train(engine, data)
 
     reference, norms = plain_torch_losses(params, data, steps, accum)
     assert max(norms) > GRAD_CLIP_NORM, "the clipping must change an update for this test to pin it"
@@ -144,12 +150,7 @@ def test_accelerate_engine_matches_plain_torch_with_clipping_accumulation_and_sc
     ).resolve(cluster_has_gpus=False)
     data = batches(steps * accum)
     engine = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=steps)
-    ours = []
-    for x, y in data:
-        loss = F.cross_entropy(engine(x), y)
-        engine.backward(loss)
-        engine.step()
-        ours.append(loss.item())
+    ours = train(engine, data)
     reference, norms = plain_torch_losses(params, data, steps, accum)
     assert max(norms) > GRAD_CLIP_NORM, "the clipping must change an update for this test to pin it"
     assert ours == pytest.approx(reference, rel=1e-5)
@@ -163,22 +164,13 @@ def test_accelerate_engine_checkpoint_resumes_the_same_losses(one_rank_group, tm
     ).resolve(cluster_has_gpus=False)
     data = batches(6)
 
-    def run(engine, part):
-        losses = []
-        for x, y in part:
-            loss = F.cross_entropy(engine(x), y)
-            engine.backward(loss)
-            engine.step()
-            losses.append(loss.item())
-        return losses
-
-    expected = run(build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=6), data)
+    expected = train(build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=6), data)
     first = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=6)
-    run(first, data[:3])
+    train(first, data[:3])
     first.save(tmp_path, rank=0)
     resumed = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=6)
     resumed.load(tmp_path)
-    assert run(resumed, data[3:]) == pytest.approx(expected[3:], rel=1e-5)
+    assert train(resumed, data[3:]) == pytest.approx(expected[3:], rel=1e-5)
 
 
 def test_deepspeed_engine_checkpoint_resumes_the_same_losses_and_schedule(one_rank_group, tmp_path):
@@ -187,21 +179,12 @@ def test_deepspeed_engine_checkpoint_resumes_the_same_losses_and_schedule(one_ra
     ).resolve(cluster_has_gpus=False)
     data = batches(6)
 
-    def run(engine, part):
-        losses = []
-        for x, y in part:
-            loss = F.cross_entropy(engine(x), y)
-            engine.backward(loss)
-            engine.step()
-            losses.append(loss.item())
-        return losses
-
     straight = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=6)
-    expected = run(straight, data)
+    expected = train(straight, data)
     first = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=6)
-    run(first, data[:3])
+    train(first, data[:3])
     first.save(tmp_path, rank=0)
     resumed = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=6)
     resumed.load(tmp_path)
     assert resumed.ds.get_lr() == pytest.approx(first.ds.get_lr())  # the schedule's state came back too
-    assert run(resumed, data[3:]) == pytest.approx(expected[3:], rel=1e-5)
+    assert train(resumed, data[3:]) == pytest.approx(expected[3:], rel=1e-5)

@@ -23,7 +23,7 @@ from trainers.batches import Batches, make_batches
 from trainers.checkpointing import discard, restore_checkpoint, save_checkpoint
 from trainers.datasets import load_dataset
 from trainers.energy import joules_per_sample
-from trainers.engines import build_engine
+from trainers.engines import Engine, build_engine
 from trainers.epoch_plan import EpochPlan
 from trainers.flops import ComputeRate, peak_flops, training_flops_per_sample
 from trainers.group_timeout import use_collective_timeout
@@ -108,7 +108,9 @@ def out_of_memory(error: Exception, rank: int, device) -> RuntimeError:
     return RuntimeError(f"OutOfMemoryError on rank {rank}: {error} (peak_mem_gib={peak_memory_gib(device):.3f})")
 
 
-def train_epoch(engine, batches: Batches, plan: EpochPlan, epoch: int, instruments: Instruments) -> EpochMeasure:
+def train_epoch(
+    engine: Engine, batches: Batches, plan: EpochPlan, epoch: int, instruments: Instruments
+) -> EpochMeasure:
     """One epoch of optimizer steps of ``plan.accum`` micro batches each; the instruments measure it."""
     engine.train()
     loss_sum = torch.zeros((), device=instruments.device)

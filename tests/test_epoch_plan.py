@@ -1,7 +1,7 @@
 """Known answers of the epoch plan: warm-up after the start, profiled steps after the timed ones."""
 
 from raysweep.core.params import TrialParams
-from trainers.train_loop import EpochPlan
+from trainers.epoch_plan import EpochPlan
 
 
 def plan(start_epoch: int = 0, **values) -> EpochPlan:

@@ -37,19 +37,16 @@ from trainers.prepared import pays_to_prepare, prepared_index
 MEAN, STD = 0.5, 0.5
 # seconds a loader worker may take for one micro batch before the trial fails
 LOADER_TIMEOUT_S = 300
-# threads reading a pixel copy for a GPU rank, in place of its loader workers. On an H200 host 2 threads
-# read 33,000 img/s of 341x256 (1: 17,000; 4: 54,000), the pipeline ran at 30,700 img/s, 11x ViT-B/16 at
-# micro batch 256, and the full stack kept 0.982x synthetic (docs/results/h200-pixel-reader/). More threads
-# were not tried through the full stack, where each would contend with the training loop for the GIL.
+# threads reading a pixel copy for a GPU rank, in place of its loader workers: two already read many
+# times faster than a GPU trains a ViT on them, and each thread more would contend with the training
+# loop for the GIL (docs/performance.md, input pipeline).
 PIXEL_READERS = 2
 # micro batches each loader worker keeps decoded ahead of the step
 PREFETCH_PER_WORKER = 4
 # decode=auto on a CUDA rank: CPU decode where the rank has this many loader workers, nvJPEG where it has
-# fewer. On an H200, 14 workers decoding on the CPU kept up with ViT-B/16 at micro batch 256 (0.996x and
-# 0.948x synthetic, data wait <= 0.0007) where nvJPEG, sharing the GPU with the step, reached 0.896x
-# (data wait 0.076); 4 workers decoded 2,301 img/s alone, short of the model's 2,700
-# (docs/results/h200-jpeg-prefetch/). Since the crop gathers its padded batch in one kernel the two are
-# level (0.958x and 0.956x, docs/results/h200-pixel-reader/). Eight ranks on a 16-core host have 1 worker each: nvJPEG.
+# fewer. Enough workers decoding on the CPU keep up with a GPU step without sharing the GPU with it; a
+# few cannot, so a rank among many on one host (one or two cores each) decodes on its GPU
+# (docs/performance.md, input pipeline).
 CPU_DECODE_MIN_WORKERS = 8
 
 

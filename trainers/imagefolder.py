@@ -159,8 +159,8 @@ def collate_encoded(
     """A micro batch's files as one flat byte tensor and their lengths, and the labels.
 
     One tensor per batch rather than one per file: a loader worker hands every tensor to the
-    training process through a file descriptor of its own, and 256 files x prefetch x 14 workers
-    ran out of descriptors (``OSError: Bad file descriptor`` on an H200 host).
+    training process through a file descriptor of its own, and a tensor per file (batch x prefetch x
+    workers of them) runs the process out of descriptors (``OSError: Bad file descriptor``).
     """
     lengths = torch.tensor([s[0].numel() for s in samples], dtype=torch.int64)
     flat = torch.cat([s[0] for s in samples])

@@ -9,9 +9,9 @@ No JPEG is decoded after the build.  The page cache is the node's, shared by all
 larger than memory still works, read from disk.
 
 Trials read it with ``prepare=pixels``.  It costs disk: C x H x W bytes an image (262 KB at 341x256,
-about 12x the JPEG; 13 GiB for 50,000 ImageNet-shaped images), checked against the free space before
-the build starts.  Location, key, lock and invalidation as ``trainers.prepared``'s copy
-(``trainers.node_cache``): ``<root>/<key>-pixels-<short side>-c<channels>/``.
+many times its JPEG; docs/data.md), checked against the free space before the build starts.  Location,
+key, lock and invalidation as ``trainers.prepared``'s copy (``trainers.node_cache``):
+``<root>/<key>-pixels-<short side>-c<channels>/``.
 """
 
 from __future__ import annotations
@@ -99,9 +99,9 @@ def read_batches(
     asynchronous copy), ``shapes`` int64 (B, 3) their (C, H, W).  ``threads`` threads of this process
     each read whole batches, up to ``threads + 1`` ahead of the one handed on, in one ``np.concatenate``
     from the mapped chunks: a batch's bytes are copied once, by numpy's loops, which let go of the GIL
-    while they copy, with no Python run between images (one ``pread`` per image from 14 threads slowed
+    while they copy, with no Python run between images (one ``pread`` per image from many threads slowed
     the training step itself).  No loader process is involved: its batch would be copied twice more,
-    into shared memory there and out of it into pinned memory here (docs/performance.md, section 4).
+    into shared memory there and out of it into pinned memory here.
     """
     pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="raysweep-pixels")
 

@@ -1,9 +1,9 @@
 """Micro batches prepared ahead of the step in a thread of their own (on CUDA, on a stream of their own).
 
 An image folder's batch leaves the loader workers as bytes or pixels; decoding it on the device,
-cropping it and normalising it took a fifth of each step when the training loop did it between
-steps (issue 14: data wait 0.196 on an H200).  Done here, it overlaps the step: the kernels of
-the next batch queue on a side stream while the model's run on the default one.
+cropping it and normalising it between steps would make every step wait for it.  Done here, it
+overlaps the step: the kernels of the next batch queue on a side stream while the model's run on the
+default one.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """An image folder prepared once per node: every image resized to 256 px on its short side, JPEG quality 90.
 
-Decoding and cropping a 341x256 JPEG costs about 0.73x a 500x375 one (measured on this project's CPU
-host: 438 vs 319 images/s per core, to a 224 px RandomResizedCrop), and the files are 0.58x the
-bytes, so every trial of a sweep after the first reads and decodes less.  The cache is keyed by the
-source's file list, sizes and mtimes: a changed source gets a new key, hence a new build.  Concurrent
-trials on one node build it once, under a lock file; the others wait for it, then reuse it.
+A 256 px JPEG is cheaper to decode and crop to 224 px than a larger one, and fewer bytes to read
+(docs/data.md gives the figures), so every trial of a sweep after the first reads and decodes less.
+The cache is keyed by the source's file list, sizes and mtimes: a changed source gets a new key, hence
+a new build.  Concurrent trials on one node build it once, under a lock file; the others wait for it,
+then reuse it.
 
 Trials read it with ``prepare=auto`` (the default) when it pays: the source's images are larger than
 256 px on the short side (the median of an evenly spaced sample of the training files) and the trial's
@@ -12,7 +12,7 @@ resolution needs no more (validation resizes to ``image_size / 0.875``: 256 at 2
 in the first trial's rank on each node, in its ``loader_workers`` processes; later trials find it built.
 
 Location: ``<data_dir>/.raysweep-prepared/<key>/`` when ``data_dir`` is writable, else
-``~/.cache/raysweep/prepared/<key>/``; about 0.6x the source's size for ImageNet-shaped JPEGs.
+``~/.cache/raysweep/prepared/<key>/``; smaller than the source where its images are larger.
 Old keys are not removed (delete the folder to reclaim the space).
 """
 

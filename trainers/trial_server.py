@@ -8,9 +8,10 @@ the process holds between trials.  The group (``raysweep.runtime.worker_groups.T
 actor handle in ``config``; its replies are plain values, so nothing here imports it.
 
 A group's process is new when its first trial comes: while it waits for it, it imports the trials'
-code, timm and DeepSpeed on a thread (``import_trial_code_in_background``).  Paying the device's
-one-time costs (NCCL's communicator, cuBLAS and cuDNN handles, first kernel launches) on another thread
-meanwhile was measured on an H200 and did not pay (``docs/results/h200-device-warm/``).
+code, timm and DeepSpeed on a thread (``import_trial_code_in_background``).  The device's one-time
+costs (NCCL's communicator, cuBLAS and cuDNN handles, first kernel launches) are not paid on another
+thread meanwhile: the imports beside such a thread slowed down by as much as it saved
+(docs/performance.md, trial overhead).
 """
 
 from __future__ import annotations
@@ -84,10 +85,10 @@ def freeze_startup_objects() -> None:
     """Leave what the process made before its first trial out of every later garbage collection.
 
     The imports (torch, timm, DeepSpeed, Ray) leave about half a million objects that a full collection
-    walks each time: 0.22 s on 2 CPU cores at each trial's start (``start_clean``) and in every
-    automatic full collection while a trial trains.  Frozen before the first trial, so that nothing a
-    trial makes is frozen: collections still free every trial's model and engine.  Not collected first:
-    that would cost the first trial the same 0.22 s, and the imports leave almost no garbage (46 objects).
+    walks each time: at each trial's start (``start_clean``) and in every automatic full collection while
+    a trial trains.  Frozen before the first trial, so that nothing a trial makes is frozen: collections
+    still free every trial's model and engine.  Not collected first: that walk would cost the first trial
+    what freezing saves the later ones, and the imports leave almost no garbage.
     """
     gc.freeze()
 

@@ -6,7 +6,7 @@ the trial's engine (``trainers.engines.build_engine``, as a trial does) and take
 then prints one JSON line: each phase's end in seconds since the process's first line of Python
 (``phases``) and since the parent asked for the process (``since_launch_s``, when ``--launched-at``
 is given).  No Ray cluster, no Tune, no Train controller: the work a trial cannot avoid, which is what
-``setup_s`` is compared against (``python -m raysweep.bench``; issue 13's "cold-process floor").
+``setup_s`` is compared against (``python -m raysweep.bench``).
 """
 
 from __future__ import annotations

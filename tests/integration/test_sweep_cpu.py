@@ -12,7 +12,7 @@ from tests.integration.conftest import explain, run_cli, table
 REQUIRED = [c for c in TRIALS.names if c not in ("error", "peak_flops", "mfu", "joules_per_sample")]
 
 
-# One rank has no collectives, so no profiled window (trainers/train_loop.py): no comm figures.
+# One rank has no collectives, so no profiled window (trainers/epoch_plan.py): no comm figures.
 COMM_PROFILE = ("comm_kernel_ms", "comm_overlap")
 
 

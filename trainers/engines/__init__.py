@@ -2,9 +2,10 @@
 
 An engine wraps the model and owns what differs between DeepSpeed, DDP and FSDP2: construction,
 mixed precision, gradient accumulation and clipping (to ``GRAD_CLIP_NORM``), the optimizer and LR
-schedule steps, and checkpoints. The training loop sees only ``Engine``. ``build_engine`` makes the
-optimizer and schedule factories and hands them to the engine, which calls them when its model is
-ready (FSDP2 shards first, then builds its optimizer over the shards).
+schedule steps (DDP and FSDP2 share ``accumulation.Accumulation``), and checkpoints. The training
+loop sees only ``Engine``. ``build_engine`` makes the optimizer and schedule factories and hands them
+to the engine, which calls them when its model is ready (FSDP2 shards first, then builds its
+optimizer over the shards).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from raysweep.core.params import TrialParams
-from trainers.deepspeed_config import GRAD_CLIP_NORM
+from trainers.engines.accumulation import Accumulation
 from trainers.engines.compiling import compiled
 
 STATE = "accelerate.pt"
@@ -42,35 +42,29 @@ class AccelerateEngine:
         AcceleratorState._reset_state()
         self.accelerator = Accelerator(mixed_precision=MIXED_PRECISION[params.precision], cpu=device.type == "cpu")
         model = model.to(self.accelerator.device)
-        optimizer = make_optimizer(model)
-        self.ddp, self.optimizer = self.accelerator.prepare(model, optimizer)
-        self.scheduler = make_scheduler(self.optimizer.optimizer)
+        self.ddp, optimizer = self.accelerator.prepare(model, make_optimizer(model))
         self.module = compiled(self.ddp, params)
-        self.accum = params.grad_accum_steps
-        self.micro_steps = 0
+        # Accelerate's optimizer wrapper steps through its GradScaler (fp16) and skips an overflowed step's
+        # update; the schedule is ours, stepped once per update.
+        self.accumulation = Accumulation(
+            params.grad_accum_steps, self.ddp, optimizer, make_scheduler(optimizer.optimizer), foreach=True
+        )
         # Weights stay fp32 under autocast, so inputs and gradients (and their all-reduce) are fp32.
         self.input_dtype = torch.float32
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.module(x)
 
-    def is_gradient_accumulation_boundary(self) -> bool:
-        return (self.micro_steps + 1) % self.accum == 0
-
     def backward(self, loss: torch.Tensor) -> None:
-        boundary = self.is_gradient_accumulation_boundary()
+        boundary = self.accumulation.at_boundary()
         with nullcontext() if boundary else self.accelerator.no_sync(self.ddp):
-            self.accelerator.backward(loss / self.accum)
+            # Accelerate scales an fp16 loss itself (its GradScaler) and unscales before the optimizer steps.
+            self.accelerator.backward(self.accumulation.scaled(loss))
 
     def step(self) -> None:
-        if self.is_gradient_accumulation_boundary():
-            # Accelerate unscales fp16 gradients before it clips: the true gradients are clipped, as in DDP.
-            self.accelerator.clip_grad_norm_(self.ddp.parameters(), GRAD_CLIP_NORM)
-            self.optimizer.step()
-            if not self.optimizer.step_was_skipped:  # an fp16 overflow skips the update and its schedule step
-                self.scheduler.step()
-            self.optimizer.zero_grad(set_to_none=True)
-        self.micro_steps += 1
+        if self.accumulation.at_boundary():
+            self.accelerator.unscale_gradients()  # the true gradients are clipped, as in DDP
+        self.accumulation.step()
 
     def train(self) -> None:
         self.module.train()
@@ -80,23 +74,16 @@ class AccelerateEngine:
 
     def save(self, directory: Path, rank: int) -> None:
         """Rank 0 writes the replicated state: every rank holds the same weights and optimizer state."""
-        if rank != 0:
-            return
-        scaler = self.accelerator.scaler
-        state = {
-            "model": self.accelerator.unwrap_model(self.ddp).state_dict(),
-            "optimizer": self.optimizer.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "scaler": scaler.state_dict() if scaler is not None else None,
-            "micro_steps": self.micro_steps,
-        }
-        torch.save(state, Path(directory) / STATE)
+        if rank == 0:
+            state = self.accumulation.replicated_state(self.accelerator.unwrap_model(self.ddp))
+            torch.save({**state, "scaler": scaler_state(self.accelerator)}, Path(directory) / STATE)
 
     def load(self, directory: Path) -> None:
         state = torch.load(Path(directory) / STATE, map_location="cpu", weights_only=False)
-        self.accelerator.unwrap_model(self.ddp).load_state_dict(state["model"])
-        self.optimizer.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
+        self.accumulation.load_replicated_state(self.accelerator.unwrap_model(self.ddp), state)
         if self.accelerator.scaler is not None:
             self.accelerator.scaler.load_state_dict(state["scaler"])
-        self.micro_steps = state["micro_steps"]
+
+
+def scaler_state(accelerator) -> dict | None:
+    return accelerator.scaler.state_dict() if accelerator.scaler is not None else None

@@ -21,7 +21,7 @@ from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
-from trainers.deepspeed_config import GRAD_CLIP_NORM
+from trainers.engines.accumulation import Accumulation
 
 # The sharded model and optimizer state (DCP files: one per rank plus rank 0's .metadata) and
 # the replicated schedule state (rank 0 alone) inside the engine's checkpoint directory.
@@ -59,33 +59,23 @@ class FSDPEngine:
         fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=None)
         self.module: FSDPModule = model
         # Built after sharding, so the optimizer holds (and its state is) the ranks' shards.
-        self.optimizer = make_optimizer(model)
-        self.scheduler = make_scheduler(self.optimizer)
-        self.accum = params.grad_accum_steps
-        self.micro_steps = 0
+        optimizer = make_optimizer(model)
+        # The norm of the sharded (DTensor) gradients is the global one: the same clipping as DDP.
+        self.accumulation = Accumulation(params.grad_accum_steps, model, optimizer, make_scheduler(optimizer))
         # The root casts fp32 inputs to the compute dtype itself.
         self.input_dtype = torch.float32
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.module(x)
 
-    def is_gradient_accumulation_boundary(self) -> bool:
-        return (self.micro_steps + 1) % self.accum == 0
-
     def backward(self, loss: torch.Tensor) -> None:
         # Between boundaries the unsharded gradients accumulate locally (in fp32) and nothing
         # is reduce-scattered; the boundary's backward reduces the sum once.
-        self.module.set_requires_gradient_sync(self.is_gradient_accumulation_boundary())
-        (loss / self.accum).backward()
+        self.module.set_requires_gradient_sync(self.accumulation.at_boundary())
+        self.accumulation.scaled(loss).backward()
 
     def step(self) -> None:
-        if self.is_gradient_accumulation_boundary():
-            # The norm of the sharded (DTensor) gradients is the global one: the same clipping as DDP.
-            torch.nn.utils.clip_grad_norm_(self.module.parameters(), GRAD_CLIP_NORM)
-            self.optimizer.step()
-            self.scheduler.step()
-            self.optimizer.zero_grad(set_to_none=True)
-        self.micro_steps += 1
+        self.accumulation.step()
 
     def train(self) -> None:
         self.module.train()
@@ -99,22 +89,24 @@ class FSDPEngine:
         Ranks may write into different local directories: merged into one (as Ray Train merges
         the ranks' checkpoint files), they make a checkpoint that ``load`` reads on every rank.
         """
-        model_state, optimizer_state = get_state_dict(self.module, self.optimizer)
+        steps = self.accumulation
+        model_state, optimizer_state = get_state_dict(self.module, steps.optimizer)
         dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=Path(directory) / SHARDS)
         if rank == 0:
-            schedule = {"scheduler": self.scheduler.state_dict(), "micro_steps": self.micro_steps}
+            schedule = {"scheduler": steps.scheduler.state_dict(), "micro_steps": steps.micro_steps}
             torch.save(schedule, Path(directory) / SCHEDULE)
 
     def load(self, directory: Path) -> None:
-        model_state, optimizer_state = get_state_dict(self.module, self.optimizer)
+        steps = self.accumulation
+        model_state, optimizer_state = get_state_dict(self.module, steps.optimizer)
         state = {"model": model_state, "optimizer": optimizer_state}
         dcp.load(state, checkpoint_id=Path(directory) / SHARDS)
         set_state_dict(
-            self.module, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"]
+            self.module, steps.optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"]
         )
         schedule = torch.load(Path(directory) / SCHEDULE, weights_only=False)
-        self.scheduler.load_state_dict(schedule["scheduler"])
-        self.micro_steps = schedule["micro_steps"]
+        steps.scheduler.load_state_dict(schedule["scheduler"])
+        steps.micro_steps = schedule["micro_steps"]
 
 
 def transformer_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from analysis.errors import AnalysisError
 from raysweep.core.errors import UsageError
+from raysweep.core.schema import check_schema_version
 from raysweep.core.store import read_table
 
 REQUIRED_TRIAL_COLUMNS = ("trial_id", "status", "num_workers", "micro_batch_per_worker", "train_time_s", "throughput")
@@ -86,6 +87,11 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
         raise AnalysisError(f"sweep directory {sweep_dir} does not exist or is not a directory")
     if not any((sweep_dir / "trials").glob("*.parquet")):
         raise AnalysisError(f"no trial results in {sweep_dir / 'trials'}{suggest_sweeps(sweep_dir)}")
+    manifest = read_manifest(sweep_dir)
+    try:
+        check_schema_version(manifest, str(sweep_dir / "sweep.json"))
+    except UsageError as exc:
+        raise AnalysisError(str(exc)) from exc
     trials = read(sweep_dir, "trials")
     require_columns(trials, "trials", ("trial_id", "status"), sweep_dir)
     status = trials["status"].fillna("unknown")
@@ -110,7 +116,7 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
         epochs.reset_index(drop=True),
         ranks.reset_index(drop=True),
         {str(k): int(v) for k, v in left_out.items()},
-        read_manifest(sweep_dir),
+        manifest,
         read_max_batch(sweep_dir),
     )
 

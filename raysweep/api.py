@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from raysweep.core.schema import check_schema_version
 from raysweep.core.store import ResultStore, check_name, read_table
 from raysweep.max_batch import SearchLimits, configurations, max_batch_path
 from raysweep.options import SweepOptions
@@ -206,12 +207,18 @@ def resume_sweep(path: str | Path, options: SweepOptions) -> SweepResult:
 
 
 def load_sweep(path: str | Path) -> SweepResult:
-    """An existing sweep directory (``<results-dir>/<sweep>``) with its tables and report, if written."""
+    """An existing sweep directory (``<results-dir>/<sweep>``) with its tables and report, if written.
+
+    A sweep of an older schema version reads with nulls in the columns it lacks; one of a newer version
+    raises ``UsageError`` naming the raysweep it needs.
+    """
     root = Path(path)
     if not root.is_dir():
         raise UsageError(f"sweep directory {path} does not exist")
     if not (root / "sweep.json").is_file() and not (root / "trials").is_dir():
         raise UsageError(f"{path} is not a raysweep sweep (no sweep.json and no trials/ in it)")
+    if (root / "sweep.json").is_file():
+        check_schema_version(ResultStore(root.parent, root.name).read_sweep_json(), str(root / "sweep.json"))
     report = root / "report" / "report.md"
     return SweepResult(root, report if report.is_file() else None)
 

@@ -93,3 +93,15 @@ def test_forwarded_worker_lines_lose_the_chatter_and_keep_the_rest():
     finally:
         dispatcher.handlers = saved
     assert printed == [{"pid": 2, "is_err": False, "lines": ["raysweep: resumed"]}]
+
+
+def test_load_sweep_reads_an_older_sweep_and_refuses_a_newer_one_naming_its_version(tmp_path):
+    from raysweep.core.schema import SCHEMA_VERSION
+
+    store = ResultStore(tmp_path, "s")
+    store.write_rows("trials", "t1", [{"status": "completed", "num_workers": 2}])
+    (store.root / "sweep.json").write_text('{"sweep": "s"}')  # written before versions were recorded
+    assert raysweep.load_sweep(store.root).trials.num_rows == 1
+    (store.root / "sweep.json").write_text(f'{{"schema_version": {SCHEMA_VERSION + 1}, "raysweep_version": "9.9"}}')
+    with pytest.raises(UsageError, match=f"schema version {SCHEMA_VERSION + 1}.*raysweep 9.9 or newer"):
+        raysweep.load_sweep(store.root)

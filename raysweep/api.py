@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +30,7 @@ from raysweep.options import SweepOptions
 from raysweep.runtime.capacity import check_local_fit
 from raysweep.runtime.cluster import check_reachable
 from raysweep.space import SearchSpace, load_space, space_from_mapping
+from raysweep.trackers import start_trackers
 
 
 @dataclass
@@ -76,7 +77,7 @@ def run_sweep(
     dashboard_host: str = "127.0.0.1",
     report: bool = True,
     share_workers: bool = True,
-    log_to: tuple[str, ...] = (),
+    log_to: str | Sequence[str] = (),
     find_max_batch: bool | SearchLimits = False,
 ) -> SweepResult:
     """Run ``space`` (a bundled name, a YAML path, or a mapping with a space file's keys) and return its tables.
@@ -84,7 +85,9 @@ def run_sweep(
     ``overrides`` sets trial parameters as ``--set`` does (a list makes an axis). ``find_max_batch`` (True,
     or ``SearchLimits`` to bound the search) first finds each configuration's largest micro batch that fits
     and sweeps the grid clipped to it (``<sweep>/max_batch/``). ``share_workers=False`` gives every trial
-    fresh worker processes (``--no-shared-workers``). Bad input raises ``UsageError``: options and values
+    fresh worker processes (``--no-shared-workers``). ``log_to`` names experiment trackers, one
+    (``"mlflow"``) or several (``["mlflow", "wandb"]``); a tracker that cannot start raises ``UsageError``
+    and leaves no sweep directory behind. Bad input raises ``UsageError``: options and values
     before Ray starts; models, datasets and data files while the first trial's workers start (then Ray
     stops and nothing is left behind).
     """
@@ -99,7 +102,7 @@ def run_sweep(
         dashboard_host=dashboard_host,
         report=report,
         share_workers=share_workers,
-        log_to=tuple(log_to),
+        log_to=(log_to,) if isinstance(log_to, str) else tuple(log_to),
         find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None,
     )
     return run_planned(options, resolve_space(space, overrides or {}))
@@ -167,10 +170,11 @@ def run_planned(options: SweepOptions, space: SearchSpace) -> SweepResult:
 
         fit_batches = FitToEdges(options, store, options.find_max_batch)
     try:
+        start_trackers(list(options.log_to), sweep, store.root)
         report = run_on_ray(options, space, sweep, store, static, launched_at, fit_batches)
     except UsageError:
         if made is not None and not (store.root / "sweep.json").exists():
-            shutil.rmtree(made, ignore_errors=True)  # refused before the sweep began
+            shutil.rmtree(made, ignore_errors=True)  # refused before the sweep began (or a tracker did not start)
         raise
     return SweepResult(store.root, report)
 

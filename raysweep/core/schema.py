@@ -92,7 +92,10 @@ class TrialReport:
     step_time_ms: float | None = column("mean wall time of one optimizer step (all micro batches)")
     step_time_p95_ms: float | None = column("95th percentile of the optimizer step time")
     data_wait_fraction: float | None = column("share of step time spent waiting for the next batch")
-    allreduce_probe_ms: float | None = column("one all-reduce of the gradients in the engine's reduce dtype")
+    allreduce_probe_ms: float | None = column(
+        "one all-reduce of the gradients, each in the dtype the engine reduces it in "
+        "(bf16 for Linear/Conv under autocast with ZeRO 1-3)"
+    )
     comm_kernel_ms: float | None = column(
         "collective kernel time per optimizer step (profiled window); NULL for one rank"
     )

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from analysis.errors import AnalysisError
 from raysweep.core.errors import UsageError
-from raysweep.core.schema import check_schema_version
+from raysweep.core.schema import check_schema_version, stamp_of_parquet
 from raysweep.core.store import read_table
 
 REQUIRED_TRIAL_COLUMNS = ("trial_id", "status", "num_workers", "micro_batch_per_worker", "train_time_s", "throughput")
@@ -127,8 +127,11 @@ def read_max_batch(sweep_dir: Path) -> pd.DataFrame:
     if not files:
         return pd.DataFrame()
     try:
-        return pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
-    except (pa.ArrowException, OSError) as exc:
+        tables = [pq.read_table(f) for f in files]
+        for file, part in zip(files, tables):
+            check_schema_version(stamp_of_parquet(part.schema.metadata), str(file))
+        return pd.concat([part.to_pandas() for part in tables], ignore_index=True)
+    except (pa.ArrowException, OSError, UsageError) as exc:
         raise AnalysisError(f"cannot read the max_batch table of {sweep_dir}: {exc}") from exc
 
 

@@ -10,7 +10,6 @@ their TensorBoard tags and the trial report's columns, each at its epoch as the 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ from ray.tune.logger import LoggerCallback
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import EPOCH_KEY, TRIAL_KEY, TrialReport, columns_of
-from raysweep.tensorboard_logger import EPOCH_SCALARS, run_name, trial_parameters
+from raysweep.tensorboard_logger import EPOCH_SCALARS, finite, run_name, trial_parameters
 
 MLFLOW_DB = "mlflow.db"
 # The trial report's measurements logged as metrics.
@@ -65,7 +64,6 @@ class MLflowCallback(LoggerCallback):
         except Exception as e:  # MLflow raises its own and its stores' errors: any of them means no tracker
             reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise UsageError(f"--log-to mlflow: cannot start MLflow at {uri}: {reason}") from None
-        self.uri = uri
         self.runs: dict[str, str] = {}  # trial_id -> run_id
 
     def log_trial_start(self, trial) -> None:
@@ -93,11 +91,7 @@ class MLflowCallback(LoggerCallback):
         step, now = int(row["epoch"]), int(1000 * time.time())
         values = {tag: row.get(column) for tag, column in EPOCH_SCALARS.items()}
         values.update({name: (result.get(TRIAL_KEY) or {}).get(name) for name in TRIAL_METRICS})
-        metrics = [
-            Metric(key, float(value), now, step)
-            for key, value in values.items()
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        ]
+        metrics = [Metric(key, float(value), now, step) for key, value in values.items() if finite(value)]
         if metrics:
             self.client.log_batch(self.runs[trial.trial_id], metrics=metrics)
 

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from analysis.errors import AnalysisError
 from raysweep.core.errors import UsageError
+from raysweep.core.schema import check_schema_version, stamp_of_parquet
 from raysweep.core.store import read_table
 
 REQUIRED_TRIAL_COLUMNS = ("trial_id", "status", "num_workers", "micro_batch_per_worker", "train_time_s", "throughput")
@@ -86,6 +87,11 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
         raise AnalysisError(f"sweep directory {sweep_dir} does not exist or is not a directory")
     if not any((sweep_dir / "trials").glob("*.parquet")):
         raise AnalysisError(f"no trial results in {sweep_dir / 'trials'}{suggest_sweeps(sweep_dir)}")
+    manifest = read_manifest(sweep_dir)
+    try:
+        check_schema_version(manifest, str(sweep_dir / "sweep.json"))
+    except UsageError as exc:
+        raise AnalysisError(str(exc)) from exc
     trials = read(sweep_dir, "trials")
     require_columns(trials, "trials", ("trial_id", "status"), sweep_dir)
     status = trials["status"].fillna("unknown")
@@ -110,7 +116,7 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
         epochs.reset_index(drop=True),
         ranks.reset_index(drop=True),
         {str(k): int(v) for k, v in left_out.items()},
-        read_manifest(sweep_dir),
+        manifest,
         read_max_batch(sweep_dir),
     )
 
@@ -121,8 +127,11 @@ def read_max_batch(sweep_dir: Path) -> pd.DataFrame:
     if not files:
         return pd.DataFrame()
     try:
-        return pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
-    except (pa.ArrowException, OSError) as exc:
+        tables = [pq.read_table(f) for f in files]
+        for file, part in zip(files, tables):
+            check_schema_version(stamp_of_parquet(part.schema.metadata), str(file))
+        return pd.concat([part.to_pandas() for part in tables], ignore_index=True)
+    except (pa.ArrowException, OSError, UsageError) as exc:
         raise AnalysisError(f"cannot read the max_batch table of {sweep_dir}: {exc}") from exc
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,12 +23,14 @@ import pyarrow as pa
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from raysweep.core.schema import check_schema_version
 from raysweep.core.store import ResultStore, check_name, read_table
 from raysweep.max_batch import SearchLimits, configurations, max_batch_path
 from raysweep.options import SweepOptions
 from raysweep.runtime.capacity import check_local_fit
 from raysweep.runtime.cluster import check_reachable
 from raysweep.space import SearchSpace, load_space, space_from_mapping
+from raysweep.trackers import start_trackers
 
 
 @dataclass
@@ -75,7 +77,7 @@ def run_sweep(
     dashboard_host: str = "127.0.0.1",
     report: bool = True,
     share_workers: bool = True,
-    log_to: tuple[str, ...] = (),
+    log_to: str | Sequence[str] = (),
     find_max_batch: bool | SearchLimits = False,
 ) -> SweepResult:
     """Run ``space`` (a bundled name, a YAML path, or a mapping with a space file's keys) and return its tables.
@@ -83,7 +85,9 @@ def run_sweep(
     ``overrides`` sets trial parameters as ``--set`` does (a list makes an axis). ``find_max_batch`` (True,
     or ``SearchLimits`` to bound the search) first finds each configuration's largest micro batch that fits
     and sweeps the grid clipped to it (``<sweep>/max_batch/``). ``share_workers=False`` gives every trial
-    fresh worker processes (``--no-shared-workers``). Bad input raises ``UsageError``: options and values
+    fresh worker processes (``--no-shared-workers``). ``log_to`` names experiment trackers, one
+    (``"mlflow"``) or several (``["mlflow", "wandb"]``); a tracker that cannot start raises ``UsageError``
+    and leaves no sweep directory behind. Bad input raises ``UsageError``: options and values
     before Ray starts; models, datasets and data files while the first trial's workers start (then Ray
     stops and nothing is left behind).
     """
@@ -98,7 +102,7 @@ def run_sweep(
         dashboard_host=dashboard_host,
         report=report,
         share_workers=share_workers,
-        log_to=tuple(log_to),
+        log_to=(log_to,) if isinstance(log_to, str) else tuple(log_to),
         find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None,
     )
     return run_planned(options, resolve_space(space, overrides or {}))
@@ -166,10 +170,11 @@ def run_planned(options: SweepOptions, space: SearchSpace) -> SweepResult:
 
         fit_batches = FitToEdges(options, store, options.find_max_batch)
     try:
+        start_trackers(list(options.log_to), sweep, store.root)
         report = run_on_ray(options, space, sweep, store, static, launched_at, fit_batches)
     except UsageError:
         if made is not None and not (store.root / "sweep.json").exists():
-            shutil.rmtree(made, ignore_errors=True)  # refused before the sweep began
+            shutil.rmtree(made, ignore_errors=True)  # refused before the sweep began (or a tracker did not start)
         raise
     return SweepResult(store.root, report)
 
@@ -206,12 +211,18 @@ def resume_sweep(path: str | Path, options: SweepOptions) -> SweepResult:
 
 
 def load_sweep(path: str | Path) -> SweepResult:
-    """An existing sweep directory (``<results-dir>/<sweep>``) with its tables and report, if written."""
+    """An existing sweep directory (``<results-dir>/<sweep>``) with its tables and report, if written.
+
+    A sweep of an older schema version reads with nulls in the columns it lacks; one of a newer version
+    raises ``UsageError`` naming the raysweep it needs.
+    """
     root = Path(path)
     if not root.is_dir():
         raise UsageError(f"sweep directory {path} does not exist")
     if not (root / "sweep.json").is_file() and not (root / "trials").is_dir():
         raise UsageError(f"{path} is not a raysweep sweep (no sweep.json and no trials/ in it)")
+    if (root / "sweep.json").is_file():
+        check_schema_version(ResultStore(root.parent, root.name).read_sweep_json(), str(root / "sweep.json"))
     report = root / "report" / "report.md"
     return SweepResult(root, report if report.is_file() else None)
 

@@ -17,14 +17,23 @@ from typing import Any
 
 import pyarrow as pa
 
+# What each duty cycle divides by, in words: sweep.json's economy and the end-of-sweep line carry them.
+DEFINITIONS = {
+    "duty_cycle": "timed device-seconds (timed_s x ranks, x cpus_per_worker on CPUs, summed over trials) / "
+    "((last trial's end - first trial's start) x devices)",
+    "duty_cycle_from_launch": "the same timed device-seconds / ((last trial's end - the sweep's launch) x devices); "
+    "the launch is the run_sweep call or the command's start, so Ray's start and planning count; null when resumed",
+}
+
 
 def sweep_economy(trials: pa.Table, devices: float, launched_at: datetime | None = None) -> dict[str, Any]:
-    """``sweep.json``'s ``economy``: wall_s, duty_cycle, median_setup_s, median_later_setup_s, devices, and
-    with ``launched_at`` launch_wall_s and duty_cycle_from_launch."""
+    """``sweep.json``'s ``economy``: wall_s, duty_cycle, median_setup_s, median_later_setup_s, devices, with
+    ``launched_at`` launch_wall_s and duty_cycle_from_launch, and the two duty cycles' ``definitions``."""
     rows = [r for r in trials.to_pylist() if r["started_at"] is not None and r["finished_at"] is not None]
     if not rows or devices <= 0:
         return {"wall_s": None, "duty_cycle": None, "median_setup_s": None, "median_later_setup_s": None,
-                "launch_wall_s": None, "duty_cycle_from_launch": None, "devices": devices}  # fmt: skip
+                "launch_wall_s": None, "duty_cycle_from_launch": None, "devices": devices,
+                "definitions": DEFINITIONS}  # fmt: skip
     rows.sort(key=lambda r: r["started_at"])
     end = max(r["finished_at"] for r in rows)
     wall = (end - rows[0]["started_at"]).total_seconds()
@@ -41,6 +50,7 @@ def sweep_economy(trials: pa.Table, devices: float, launched_at: datetime | None
         "launch_wall_s": launch_wall,
         "duty_cycle_from_launch": busy / (launch_wall * devices) if launch_wall else None,
         "devices": devices,
+        "definitions": DEFINITIONS,
     }
 
 
@@ -48,14 +58,18 @@ def rank_devices(row: dict[str, Any]) -> float:
     return 1.0 if row["device"] == "gpu" else float(row["cpus_per_worker"])
 
 
+# The end-of-sweep line's short form of DEFINITIONS.
+LINE_DEFINITION = "timed device-seconds / (wall x devices)"
+
+
 def economy_line(economy: dict[str, Any]) -> str:
-    """The end-of-sweep summary's part about it, e.g. ``duty cycle 0.41 (0.35 from launch), median setup 4.2 s``."""
+    """The end-of-sweep summary's part about it, e.g. ``duty cycle 0.41 from the first trial, 0.35 from launch
+    (timed device-seconds / (wall x devices)), median setup 4.2 s``; a resumed sweep has no launch figure."""
     parts = []
     if economy["duty_cycle"] is not None:
         from_launch = economy.get("duty_cycle_from_launch")
-        parts.append(
-            f"duty cycle {economy['duty_cycle']:.2f}" + (f" ({from_launch:.2f} from launch)" if from_launch else "")
-        )
+        launch = f", {from_launch:.2f} from launch" if from_launch is not None else ""
+        parts.append(f"duty cycle {economy['duty_cycle']:.2f} from the first trial{launch} ({LINE_DEFINITION})")
     if economy["median_setup_s"] is not None:
         parts.append(f"median setup {economy['median_setup_s']:.1f} s")
     return ", ".join(parts)

@@ -2,7 +2,8 @@
 
 Written from the CLI's process as Tune reports each epoch, one run per trial under
 ``<sweep>/tensorboard/<run>/``, the run named by the trial's parameters so TensorBoard's run
-list reads like the sweep's axes.
+list reads like the sweep's axes. Each run also holds the HParams plugin's session summaries (the
+trial's parameters), so TensorBoard's HParams tab compares the trials by parameter against their scalars.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from ray.tune.logger import LoggerCallback
 
 from raysweep.core.params import TrialParams
-from raysweep.core.schema import EPOCH_KEY, RANKS_KEY
+from raysweep.core.schema import EPOCH_KEY, RANKS_KEY, params_row
 
 # Written per epoch from the ``epochs`` row; rank figures from each rank's row.
 EPOCH_SCALARS = {
@@ -49,6 +50,16 @@ def run_name(trial_id: str, params: TrialParams) -> str:
     return "-".join(parts)
 
 
+def trial_parameters(params: TrialParams) -> dict[str, str | int | float | bool]:
+    """The trial's parameters as a tracker records them: the trials table's configuration columns (the values
+    the trial resolved), unset ones left out, anything not a number, string or bool as its text."""
+    return {
+        key: value if isinstance(value, (str, int, float, bool)) else str(value)
+        for key, value in params_row(params).items()
+        if value is not None
+    }
+
+
 def finite(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -73,6 +84,7 @@ class TensorBoardCallback(LoggerCallback):
         params = TrialParams.from_dict(trial.config["params"])
         writer = self.writer_for(self.root / run_name(trial.trial_id, params))
         writer.add_text("params", "\n".join(f"    {k}: {v}" for k, v in sorted(params.to_dict().items())), 0)
+        writer.file_writer.add_summary(hparams_summaries(params)[0])
         self.writers[trial.trial_id] = writer
 
     def log_trial_result(self, iteration: int, trial, result: dict) -> None:
@@ -94,9 +106,22 @@ class TensorBoardCallback(LoggerCallback):
     def log_trial_end(self, trial, failed: bool = False) -> None:
         writer = self.writers.pop(trial.trial_id, None)
         if writer is not None:
+            writer.file_writer.add_summary(hparams_summaries(TrialParams.from_dict(trial.config["params"]))[1])
             writer.close()
 
     def on_experiment_end(self, trials, **info) -> None:
         for writer in self.writers.values():
             writer.close()
         self.writers.clear()
+
+
+def hparams_summaries(params: TrialParams) -> tuple:
+    """The HParams plugin's session start (the trial's parameters) and end summaries of one run.
+
+    No experiment summary is written: without one, TensorBoard builds the experiment from every run's
+    session start, with each parameter's values across the trials and every scalar tag as a metric.
+    """
+    from tensorboardX.summary import hparams
+
+    _experiment, start, end = hparams(trial_parameters(params), {})
+    return start, end

@@ -1,4 +1,7 @@
-"""``--log-to mlflow|wandb``: Ray Tune's own experiment-tracker callbacks, when their package is installed."""
+"""``--log-to mlflow|wandb``: every trial a run in an experiment tracker, when its package is installed.
+
+MLflow: the sweep's own Tune callback (``raysweep.mlflow_logger``). W&B: Ray Tune's ``WandbLoggerCallback``.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +15,18 @@ TRACKERS = ("mlflow", "wandb")
 
 
 def check_trackers(names: list[str]) -> None:
-    """Refuse, before anything starts, a tracker whose package is missing (one line, exit 2)."""
+    """Refuse, before anything starts, an unknown tracker or one whose package is missing (one line, exit 2)."""
     for name in names:
+        if name not in TRACKERS:
+            raise UsageError(f"--log-to {name!r}: unknown tracker; choose from {', '.join(TRACKERS)}")
         if find_spec(name) is None:
             raise UsageError(f"--log-to {name} needs the {name} package, which is not installed (pip install {name})")
+
+
+def start_trackers(names: list[str], sweep: str, sweep_root: Path) -> None:
+    """Connect every tracker now, before the sweep begins: one that cannot start raises ``UsageError``
+    while its caller can still remove the sweep's directory (the sweep's callbacks connect again)."""
+    tracker_callbacks(names, sweep, sweep_root)
 
 
 def tracker_callbacks(names: list[str], sweep: str, sweep_root: Path) -> list:
@@ -23,12 +34,9 @@ def tracker_callbacks(names: list[str], sweep: str, sweep_root: Path) -> list:
     callbacks = []
     for name in dict.fromkeys(names):  # --log-to mlflow --log-to mlflow logs once
         if name == "mlflow":
-            from ray.air.integrations.mlflow import MLflowLoggerCallback
+            from raysweep.mlflow_logger import MLflowCallback, mlflow_uri
 
-            # A file store inside the sweep by default, so the sweep directory holds everything;
-            # MLFLOW_TRACKING_URI points it at a tracking server instead.
-            uri = os.environ.get("MLFLOW_TRACKING_URI") or (Path(sweep_root) / "mlruns").resolve().as_uri()
-            callbacks.append(MLflowLoggerCallback(tracking_uri=uri, experiment_name=sweep))
+            callbacks.append(MLflowCallback(mlflow_uri(sweep_root), sweep))
         elif name == "wandb":
             from ray.air.integrations.wandb import WandbLoggerCallback
 

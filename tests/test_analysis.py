@@ -870,3 +870,15 @@ def test_searched_configurations_are_labelled_by_what_differs_or_by_their_identi
     assert configuration_labels([one]) == ["model=vit_b image_size=224 precision=bf16 engine=deepspeed zero_stage=0"]
     other = {**one, "zero_stage": 3, "engine": "fsdp"}
     assert configuration_labels([one, other]) == ["engine=deepspeed zero_stage=0", "engine=fsdp zero_stage=3"]
+
+
+def test_analysis_reads_a_sweep_from_before_versions_and_refuses_a_newer_one(tmp_path):
+    from raysweep.core.schema import SCHEMA_VERSION
+
+    root = strong_sweep(tmp_path, amdahl_times(0.1, [1, 2]))  # files without a version stamp
+    (root / "sweep.json").write_text('{"description": "old"}')
+    assert len(load_sweep(root).trials) == 2
+    (root / "sweep.json").write_text(f'{{"schema_version": {SCHEMA_VERSION + 1}, "raysweep_version": "9.9"}}')
+    with pytest.raises(AnalysisError, match=f"schema version {SCHEMA_VERSION + 1}.*raysweep 9.9 or newer"):
+        load_sweep(root)
+    assert main([str(root)]) == 2

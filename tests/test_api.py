@@ -93,3 +93,31 @@ def test_forwarded_worker_lines_lose_the_chatter_and_keep_the_rest():
     finally:
         dispatcher.handlers = saved
     assert printed == [{"pid": 2, "is_err": False, "lines": ["raysweep: resumed"]}]
+
+
+def test_load_sweep_reads_an_older_sweep_and_refuses_a_newer_one_naming_its_version(tmp_path):
+    from raysweep.core.schema import SCHEMA_VERSION
+
+    store = ResultStore(tmp_path, "s")
+    store.write_rows("trials", "t1", [{"status": "completed", "num_workers": 2}])
+    (store.root / "sweep.json").write_text('{"sweep": "s"}')  # written before versions were recorded
+    assert raysweep.load_sweep(store.root).trials.num_rows == 1
+    (store.root / "sweep.json").write_text(f'{{"schema_version": {SCHEMA_VERSION + 1}, "raysweep_version": "9.9"}}')
+    with pytest.raises(UsageError, match=f"schema version {SCHEMA_VERSION + 1}.*raysweep 9.9 or newer"):
+        raysweep.load_sweep(store.root)
+
+
+def test_the_profilers_lines_from_every_rank_and_the_raylets_worker_count_are_chatter():
+    from raysweep.runtime.ray_logs import is_chatter
+
+    # as Ray forwards them from a 2-rank CPU trial's profiled window (the last deduplicated)
+    assert is_chatter("USDT:2026-12-05 23:09:34 25489:27626 SyncActivityProfilerHandler.cpp:39] profiler_start")
+    assert is_chatter("USDT:2026-12-05 23:09:53 25359:27628 SyncActivityProfilerHandler.cpp:46] profiler_stop")
+    assert is_chatter("ERROR: External init callback must run in same thread as registerClient (1554323136 != -1003)")
+    assert is_chatter(
+        "ERROR:2026-12-05 23:10:02 24631:27154 DeviceProperties.cpp:56] gpuGetDeviceCount failed with code 35"
+        "\x1b[32m [repeated 4x across cluster]\x1b[0m"
+    )
+    assert is_chatter("WARNING: 8 PYTHON worker processes have been started on node: a5f5 with address: 192.0.2.2")
+    assert not is_chatter("RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert not is_chatter("raysweep: warning: rank 1 is 1.4x slower than rank 0")

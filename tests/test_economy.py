@@ -40,7 +40,9 @@ def test_duty_cycle_is_timed_rank_seconds_over_wall_times_devices():
     assert economy["duty_cycle"] == pytest.approx(90 / 200)
     assert economy["median_setup_s"] == pytest.approx(6.0)
     assert economy["median_later_setup_s"] == pytest.approx(5.0)  # the first trial's 10 s left out
-    assert economy_line(economy) == "duty cycle 0.45, median setup 6.0 s"
+    assert economy_line(economy) == (
+        "duty cycle 0.45 from the first trial (timed device-seconds / (wall x devices)), median setup 6.0 s"
+    )
 
 
 def test_from_launch_the_wall_includes_what_came_before_the_first_trial():
@@ -50,7 +52,11 @@ def test_from_launch_the_wall_includes_what_came_before_the_first_trial():
     assert economy["launch_wall_s"] == pytest.approx(125.0)
     assert economy["duty_cycle"] == pytest.approx(50 / 100)
     assert economy["duty_cycle_from_launch"] == pytest.approx(50 / 125)
-    assert economy_line(economy) == "duty cycle 0.50 (0.40 from launch), median setup 7.0 s"
+    assert economy_line(economy) == (
+        "duty cycle 0.50 from the first trial, 0.40 from launch (timed device-seconds / (wall x devices)), "
+        "median setup 7.0 s"
+    )
+    assert set(economy["definitions"]) == {"duty_cycle", "duty_cycle_from_launch"}
 
 
 def test_cpu_ranks_count_the_cpus_they_hold():

@@ -155,7 +155,8 @@ def test_accelerate_engine_matches_plain_torch_with_clipping_accumulation_and_sc
     assert max(norms) > GRAD_CLIP_NORM, "the clipping must change an update for this test to pin it"
     assert ours == pytest.approx(reference, rel=1e-5)
     # Once per optimizer step, not once per process per step (Accelerate's own scheduler wrapper).
-    assert engine.accumulation.scheduler.get_last_lr() == pytest.approx([0.5 * lr_factor(steps, steps, 0.25, "cosine")] * 2)
+    schedule = engine.accumulation.scheduler
+    assert schedule.get_last_lr() == pytest.approx([0.5 * lr_factor(steps, steps, 0.25, "cosine")] * 2)
 
 
 def test_accelerate_engine_checkpoint_resumes_the_same_losses(one_rank_group, tmp_path):

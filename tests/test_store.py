@@ -10,7 +10,18 @@ import pytest
 
 from raysweep.core import store as store_module
 from raysweep.core.errors import UsageError
-from raysweep.core.schema import EPOCHS, RANKS, TABLES, TRIALS
+from raysweep.core.schema import (
+    EPOCHS,
+    RANKS,
+    SCHEMA_VERSION,
+    TABLES,
+    TRIALS,
+    UNVERSIONED,
+    check_schema_version,
+    raysweep_version,
+    stamp_of_parquet,
+    version_stamp,
+)
 from raysweep.core.store import ResultStore, check_name, read_table
 
 SWEEP = "batch_grid-20261202-120000"
@@ -127,7 +138,8 @@ def test_sweep_json_round_trips(store):
     info = {"sweep": SWEEP, "trials": [{"num_workers": 2}], "notes": [], "when": dt.date(2026, 12, 2)}
     path = store.write_sweep_json(info)
     assert path == store.root / "sweep.json"
-    assert store.read_sweep_json() == {**info, "when": "2026-12-02"}  # non-JSON values become strings
+    # non-JSON values become strings; the versions are stamped in
+    assert store.read_sweep_json() == {**info, "when": "2026-12-02", **version_stamp()}
 
 
 @pytest.mark.parametrize("bad", ["../x", "..", "/abs", "a/b", "a\\b", "nul\x00", "", ".hidden", "-flag", "x" * 129])
@@ -153,3 +165,45 @@ def test_store_refuses_unsafe_sweep_and_trial_names(tmp_path):
     with pytest.raises(UsageError):
         s.write_rows("trials", "../../evil", [{}])
     assert list(tmp_path.rglob("*.parquet")) == []
+
+
+def test_every_file_and_sweep_json_carry_raysweep_and_schema_versions(store):
+    path = store.write_rows("trials", "t1", [trial_row()])
+    metadata = pq.read_schema(path).metadata
+    assert metadata[b"schema_version"] == str(SCHEMA_VERSION).encode()
+    assert metadata[b"raysweep_version"] == raysweep_version().encode()
+    store.write_sweep_json({"sweep": SWEEP})
+    info = store.read_sweep_json()
+    assert info["schema_version"] == SCHEMA_VERSION and info["raysweep_version"] == raysweep_version()
+
+
+def test_a_file_from_before_versions_reads_as_the_oldest_with_nulls_in_the_columns_it_lacks(store):
+    (store.root / "trials").mkdir(parents=True)
+    old = pa.table({"sweep": [SWEEP], "trial_id": ["t0"], "status": ["completed"], "num_workers": [2]})
+    pq.write_table(old, store.root / "trials" / "t0.parquet")
+    assert stamp_of_parquet(pq.read_schema(store.root / "trials" / "t0.parquet").metadata) == {}
+    assert check_schema_version({}, "old") == UNVERSIONED
+    table = store.read("trials")
+    assert table.schema == TRIALS
+    assert table.column("num_workers").to_pylist() == [2] and table.column("throughput").to_pylist() == [None]
+
+
+def test_a_file_of_a_newer_schema_is_refused_naming_the_raysweep_it_needs(store):
+    path = store.write_rows("trials", "t1", [trial_row()])
+    newer = pq.read_table(path)
+    newer = newer.replace_schema_metadata(
+        {b"schema_version": str(SCHEMA_VERSION + 1).encode(), b"raysweep_version": b"9.9"}
+    )
+    pq.write_table(newer, path)
+    with pytest.raises(
+        UsageError,
+        match=rf"t1.parquet was written by raysweep 9.9 with schema version {SCHEMA_VERSION + 1}.*9.9 or newer",
+    ):
+        store.read("trials")
+
+
+def test_a_file_whose_column_no_longer_converts_is_refused_with_its_version(store):
+    (store.root / "trials").mkdir(parents=True)
+    pq.write_table(pa.table({"trial_id": ["t0"], "num_workers": ["two"]}), store.root / "trials" / "t0.parquet")
+    with pytest.raises(UsageError, match="schema version 0.*does not convert"):
+        store.read("trials")

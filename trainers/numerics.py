@@ -1,4 +1,4 @@
-"""The arithmetic a trial runs in: TF32 math modes and the dtype its gradients are reduced in."""
+"""The arithmetic a trial runs in: TF32 math modes and the dtypes its gradients are reduced in."""
 
 from __future__ import annotations
 
@@ -21,14 +21,31 @@ def set_math_modes(precision: str) -> None:
         torch.backends.cudnn.allow_tf32 = tf32
 
 
-def gradient_reduce_dtype(params: TrialParams) -> torch.dtype:
-    """The dtype of the gradients the engine's collectives carry.
+# The modules whose parameters DeepSpeed's torch autocast marks for low-precision communication
+# (deepspeed.runtime.torch_autocast.LOWER_PRECISION_SAFE_MODULES, the default of its config's
+# lower_precision_safe_modules, matched by exact class); tests pin the two equal.
+AUTOCAST_COMM_MODULES = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
 
-    Only DeepSpeed's own bf16/fp16 engine (``amp_mode == "deepspeed"``) holds low-precision gradients
-    and reduces them as such (its ``communication_data_type``). Under torch autocast the weights, and so
-    the gradients, are fp32; DDP reduces the fp32 gradients of its fp32 weights, and FSDP reduces in fp32
-    (its ``reduce_dtype``).
+
+def gradient_reduction(params: TrialParams, model: torch.nn.Module) -> dict[torch.dtype, int]:
+    """The gradient elements the engine's collectives carry per optimizer step, by the dtype they carry them in.
+
+    * DeepSpeed's own bf16/fp16 engine (``amp_mode == "deepspeed"``), every ZeRO stage: all in the low
+      precision (its ``communication_data_type`` defaults to it).
+    * DeepSpeed under torch autocast, ZeRO 1-3: ZeRO buckets each gradient by its parameter's
+      ``comm_dtype``, which autocast's setup gives the parameters of ``AUTOCAST_COMM_MODULES`` (the
+      autocast dtype); the rest (norms, embeddings, tokens) keep fp32.
+    * DeepSpeed under torch autocast, ZeRO 0: the engine's all-reduce casts every bucket to its
+      ``communication_data_type``, fp32 with its bf16/fp16 sections off.
+    * DDP: fp32 (autocast keeps the weights, so the gradients, fp32; no communication hook).
+    * FSDP2: fp32 (``MixedPrecisionPolicy(reduce_dtype=torch.float32)``; fp32 weights otherwise).
     """
+    trained = [(module, p) for module in model.modules() for p in module.parameters(recurse=False) if p.requires_grad]
     if params.engine == "deepspeed" and params.amp_mode == "deepspeed":
-        return LOW_PRECISION[params.precision]
-    return torch.float32
+        return {LOW_PRECISION[params.precision]: sum(p.numel() for _, p in trained)}
+    reduction: dict[torch.dtype, int] = {}
+    for module, p in trained:
+        low = params.engine == "deepspeed" and params.uses_autocast and params.zero_stage > 0
+        dtype = LOW_PRECISION[params.precision] if low and type(module) in AUTOCAST_COMM_MODULES else torch.float32
+        reduction[dtype] = reduction.get(dtype, 0) + p.numel()
+    return reduction

@@ -76,19 +76,23 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
-def time_allreduce_ms(numel: int, dtype: torch.dtype, device: torch.device, repeats: int = 5) -> float:
-    """Median time of one all-reduce of ``numel`` gradients on this group (0 for a single rank).
+def time_allreduce_ms(reduction: dict[torch.dtype, int], device: torch.device, repeats: int = 5) -> float:
+    """Median time of one all-reduce of the gradients on this group (0 for a single rank).
 
-    The cost of synchronising the model's gradients once, measured with the real collective
-    on the real process group, outside the training steps so it perturbs none of them.
+    ``reduction``: gradient elements per dtype the engine reduces them in (``numerics.gradient_reduction``),
+    one buffer per dtype, all-reduced in turn. The cost of synchronising the model's gradients once,
+    measured with the real collective on the real process group, outside the training steps so it
+    perturbs none of them.
     """
     if not dist.is_initialized() or dist.get_world_size() == 1:
         return 0.0
-    buffer = torch.zeros(numel, dtype=dtype, device=device)
-    dist.all_reduce(buffer)
+    buffers = [torch.zeros(numel, dtype=dtype, device=device) for dtype, numel in reduction.items() if numel]
+    for buffer in buffers:
+        dist.all_reduce(buffer)
     times = []
     for _ in range(repeats):
         span = WallSpan(device)
-        dist.all_reduce(buffer)
+        for buffer in buffers:
+            dist.all_reduce(buffer)
         times.append(span.seconds() * 1000.0)
     return statistics.median(times)

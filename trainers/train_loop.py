@@ -32,7 +32,7 @@ from trainers.instruments import Instruments
 from trainers.live_metrics import publish_epoch
 from trainers.meter import EpochMeasure, TrialMeter
 from trainers.models import create_model, native_image_size
-from trainers.numerics import gradient_reduce_dtype, set_math_modes
+from trainers.numerics import gradient_reduction, set_math_modes
 from trainers.sequence_parallel import apply_sequence_parallel, build_groups
 from trainers.timing import time_allreduce_ms
 
@@ -58,7 +58,7 @@ def train_trial(config: dict, resume_from: ray.train.Checkpoint | None) -> None:
     groups = build_groups(world, params.sequence_parallel)  # collective: every rank, the same order
     with torch.device(device):  # initialise the weights where they will live: seconds faster on a GPU
         model = create_model(params.model, data.num_classes, params.image_size, params.in_chans)
-    num_grads = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    reduction = gradient_reduction(params, model)  # before the engine wraps or shards the model
     compute = ComputeRate(
         training_flops_per_sample(model), peak_flops(device_name(device), params.precision, params.peak_tflops)
     )
@@ -85,7 +85,7 @@ def train_trial(config: dict, resume_from: ray.train.Checkpoint | None) -> None:
         meter.epochs.append(measure)
         publish_epoch(meter, rank, peak_memory_gib(device), config["sweep"], config["trial_id"])  # live gauges
         if allreduce_probe_ms is None:
-            allreduce_probe_ms = time_allreduce_ms(num_grads, gradient_reduce_dtype(params), device)
+            allreduce_probe_ms = time_allreduce_ms(reduction, device)
         last = epoch == params.epochs - 1
         every = params.checkpoint_every
         checkpoint = save_checkpoint(engine, meter, rank) if every and not last and (epoch + 1) % every == 0 else None
@@ -93,7 +93,7 @@ def train_trial(config: dict, resume_from: ray.train.Checkpoint | None) -> None:
             meter,
             plan,
             allreduce_probe_ms,
-            num_grads,
+            sum(reduction.values()),  # the trainable parameters, whatever dtype each is reduced in
             compute,
             rank,
             device,

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
+from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 
 # The keys of the metrics dict that carry the reports from a worker to the recorder.
@@ -95,7 +96,10 @@ class TrialReport:
     step_time_ms: float | None = column("mean wall time of one optimizer step (all micro batches)")
     step_time_p95_ms: float | None = column("95th percentile of the optimizer step time")
     data_wait_fraction: float | None = column("share of step time spent waiting for the next batch")
-    allreduce_probe_ms: float | None = column("one all-reduce of the gradients in the engine's reduce dtype")
+    allreduce_probe_ms: float | None = column(
+        "one all-reduce of the gradients, each in the dtype the engine reduces it in "
+        "(bf16 for Linear/Conv under autocast with ZeRO 1-3)"
+    )
     trainable_params: int | None = column("parameters with gradients: the elements a step's collectives carry")
     comm_kernel_ms: float | None = column(
         "collective kernel time per optimizer step (profiled window); NULL for one rank"
@@ -316,3 +320,55 @@ def table_from_rows(name: str, rows: list[dict[str, Any]]) -> pa.Table:
     if extra:
         raise ValueError(f"columns not in the {name} schema: {sorted(extra)}")
     return pa.Table.from_pylist([{col: row.get(col) for col in schema.names} for row in rows], schema=schema)
+
+
+# The layout of the tables and of sweep.json. Raised only by a change that breaks an older reader (a column
+# renamed, retyped or given a new meaning): an added column keeps it, since readers fill a column a file lacks
+# with nulls and show one they do not know. Files from before versions were recorded read as UNVERSIONED.
+SCHEMA_VERSION = 1
+UNVERSIONED = 0
+# Their keys in every Parquet file's metadata and in sweep.json.
+RAYSWEEP_VERSION_KEY, SCHEMA_VERSION_KEY = "raysweep_version", "schema_version"
+
+
+def raysweep_version() -> str:
+    """The installed raysweep's version ("unknown" when run from a tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("raysweep")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def version_stamp() -> dict[str, Any]:
+    """What a writer records beside its rows: the raysweep that wrote them and the schema version."""
+    return {RAYSWEEP_VERSION_KEY: raysweep_version(), SCHEMA_VERSION_KEY: SCHEMA_VERSION}
+
+
+def parquet_stamp() -> dict[bytes, bytes]:
+    """``version_stamp`` as Parquet key-value metadata (bytes to bytes)."""
+    return {key.encode(): str(value).encode() for key, value in version_stamp().items()}
+
+
+def stamp_of_parquet(metadata: dict[bytes, bytes] | None) -> dict[str, Any]:
+    """A Parquet file's ``version_stamp`` (empty for a file written before versions were recorded)."""
+    found = {key: (metadata or {}).get(key.encode()) for key in (RAYSWEEP_VERSION_KEY, SCHEMA_VERSION_KEY)}
+    return {key: value.decode() for key, value in found.items() if value is not None}
+
+
+def check_schema_version(stamp: dict[str, Any], where: str) -> int:
+    """The schema version ``stamp`` records (UNVERSIONED without one); refuses one newer than this raysweep reads."""
+    recorded = stamp.get(SCHEMA_VERSION_KEY)
+    try:
+        found = UNVERSIONED if recorded is None else int(recorded)
+    except (TypeError, ValueError):
+        raise UsageError(f"{where} records schema version {recorded!r}, which is not a number") from None
+    if found > SCHEMA_VERSION:
+        writer = stamp.get(RAYSWEEP_VERSION_KEY, "unknown")
+        raise UsageError(
+            f"{where} was written by raysweep {writer} with schema version {found}; this raysweep "
+            f"({raysweep_version()}) reads schema versions up to {SCHEMA_VERSION}: read it with raysweep {writer} "
+            "or newer"
+        )
+    return found

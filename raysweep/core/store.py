@@ -18,7 +18,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysweep.core.errors import UsageError
-from raysweep.core.schema import TABLES, table_from_rows
+from raysweep.core.schema import (
+    SCHEMA_VERSION,
+    TABLES,
+    check_schema_version,
+    parquet_stamp,
+    stamp_of_parquet,
+    table_from_rows,
+    version_stamp,
+)
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -48,8 +56,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_table(path: Path, table: pa.Table) -> None:
+    """Write ``table`` as ``path``, its metadata stamped with raysweep's and the schema's version."""
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
+    pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **parquet_stamp()}), sink)
     atomic_write_bytes(path, sink.getvalue().to_pybytes())
 
 
@@ -87,7 +96,9 @@ class ResultStore:
         return [p for p in self.read("trials").column("params_json").to_pylist() if p]
 
     def write_sweep_json(self, info: dict[str, Any]) -> Path:
+        """``info`` as ``sweep.json``, stamped with the writing raysweep's and the schema's version."""
         path = self.root / "sweep.json"
+        info = {**info, **version_stamp()}
         atomic_write_bytes(path, (json.dumps(info, indent=2, sort_keys=True, default=str) + "\n").encode())
         return path
 
@@ -100,7 +111,11 @@ class ResultStore:
 
 
 def read_table(directory: Path, table: str) -> pa.Table:
-    """Read every ``*.parquet`` file in ``directory`` with the schema of ``table``."""
+    """Read every ``*.parquet`` file in ``directory`` with the schema of ``table``.
+
+    A file of an older schema version (or of none) reads with nulls in the columns it lacks; one of a
+    newer version, or whose columns no longer convert, is refused with the version it needs.
+    """
     schema = TABLES[table]
     files = sorted(directory.glob("*.parquet")) if directory.is_dir() else []
     if not files:
@@ -111,8 +126,16 @@ def read_table(directory: Path, table: str) -> pa.Table:
             part = pq.read_table(file)
         except (OSError, pa.ArrowException) as e:
             raise UsageError(f"{file} is not a readable Parquet file ({e}); move it out of {directory}") from None
+        stamp = stamp_of_parquet(part.schema.metadata)
+        found = check_schema_version(stamp, str(file))
         missing = [c for c in schema.names if c not in part.column_names]
         for col in missing:
             part = part.append_column(col, pa.nulls(part.num_rows, schema.field(col).type))
-        parts.append(part.select(schema.names).cast(schema))
+        try:
+            parts.append(part.select(schema.names).cast(schema))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as e:
+            raise UsageError(
+                f"{file} (schema version {found}) does not convert to schema version {SCHEMA_VERSION} ({e}); "
+                f"read it with the raysweep that wrote it ({stamp.get('raysweep_version', 'unknown')})"
+            ) from None
     return pa.concat_tables(parts)

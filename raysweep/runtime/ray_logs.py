@@ -1,4 +1,4 @@
-"""Ray's framework chatter stays in Ray's log files; raysweep's own lines, warnings and errors reach the screen.
+"""Ray's and the profiler's chatter stays in Ray's log files; raysweep's lines, warnings and errors reach the screen.
 
 Ray forwards every worker's stdout/stderr to this terminal (``log_to_driver``), after writing it to the
 worker's files under the session's ``logs/``. Two sources would flood it: Ray Train logs each
@@ -6,7 +6,9 @@ worker's files under the session's ``logs/``. Two sources would flood it: Ray Tr
 an INFO line of a logger named after its file, so Ray Train's log level does not reach it), and the
 detached PlacementGroupCleaner actor warns every second that the State API is unavailable when the
 dashboard is off (and prints a traceback when several local Ray instances run on one machine); nothing it
-prints is about the user's sweep. The forwarding is filtered on the driver, so those lines are kept in the files and
+prints is about the user's sweep. The torch profiler of a trial's profiled window writes trace points and
+errors that do not concern its measurement from every rank, and Ray forwards them seconds later, below the
+sweep's summary. The forwarding is filtered on the driver, so those lines are kept in the files and
 dropped from the screen only.
 """
 
@@ -18,6 +20,16 @@ import sys
 CHATTER = (
     "Reporting training result",  # ray/train/v2/_internal/execution/context.py, per report, every rank
     "State API may be temporarily unavailable",  # ray/train/v2/.../controller/placement_group_cleaner.py
+    # torch.profiler's kineto, on every rank of a profiled window (trainers.comm_profile), straight to the
+    # process's stderr: its start/stop trace points, CUPTI's complaint that the profiler was set up on another
+    # thread than the one it runs on, and on CPU workers its failed GPU count (CUDA error 35: no driver).
+    # None of them touches the CPU events the window measures.
+    "SyncActivityProfilerHandler.cpp",
+    "External init callback must run in same thread as registerClient",
+    "gpuGetDeviceCount failed with code",
+    # the raylet, when a sweep's trial drivers (a sliver of CPU each) start more worker processes at once
+    # than it has CPUs: a hint for Ray users about fractional CPU requests, which raysweep makes on purpose
+    "PYTHON worker processes have been started on node",
 )
 CHATTERING_ACTORS = ("PlacementGroupCleaner",)  # Ray Train's internal actors whose every line is chatter
 PRINTER = "ray_print_logs"  # the name ray.init gives its forwarding handler

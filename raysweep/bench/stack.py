@@ -294,7 +294,10 @@ def run(args: argparse.Namespace) -> dict:
 
     # first, while nothing else holds the device or the CPUs
     floor = None if args.no_floor else warm_floor(model, big)
-    variants = PLAIN_VARIANTS if args.compile else PLAIN_VARIANTS[:1]
+    variants = args.variants.split(",") if args.variants else PLAIN_VARIANTS if args.compile else PLAIN_VARIANTS[:1]
+    unknown = [v for v in variants if v not in PLAIN_VARIANTS]
+    if unknown:
+        raise SystemExit(f"bench: --variants {','.join(unknown)}: not among {', '.join(PLAIN_VARIANTS)}")
     plain = [plain_pytorch(model, b, steps, 3, v, args.repeats) for b in batches for v in variants]
     if torch.cuda.is_available():
         torch.cuda.empty_cache()  # the trials below run in other processes on the same device
@@ -307,11 +310,8 @@ def run(args: argparse.Namespace) -> dict:
     by_batch = {t["micro_batch_per_worker"]: t for t in trials}
     rows = [compare(p, by_batch[b], eager[b]) for b, p in sorted(best_plain(plain).items())]
 
-    num_train = 5_000 if quick else 50_000
-    cifar = write_cifar10(tmp / "cifar", num_train)
-    pipeline = input_pipeline_rate(cifar, big, stack["image_size"], batches=20)
-    real = full_stack(tmp, "cifar", [big], {**synthetic, "dataset": "cifar10", "data_dir": str(cifar)})[0][0]
     synthetic_trial = by_batch[big]
+    pipeline = None if args.no_pipeline else cifar_pipeline(tmp, quick, big, stack, synthetic, synthetic_trial)
     folder = None
     if args.image_folder:
         folder = image_folder_figures(args, tmp, model, big, synthetic, synthetic_trial["throughput"])
@@ -323,19 +323,27 @@ def run(args: argparse.Namespace) -> dict:
         "argv": sys.argv,
         "plain": plain,
         "rows": rows,
-        "input_pipeline": {
-            "batch": big,
-            "pipeline_img_s": pipeline,
-            "model_img_s": synthetic_trial["throughput"],
-            "cifar_img_s": real["throughput"],
-            "cifar_over_synthetic": real["throughput"] / synthetic_trial["throughput"],
-            "data_wait_fraction": real["data_wait_fraction"],
-        },
+        "input_pipeline": pipeline,
         "cold_floor": floor,
         "setup_against_floor": None if floor is None else setup_against_floor(trials, economy, floor),
         "economy": economy,
         "image_folder": folder,
         "utilisation": utilisation(rows, matmul_ceiling_tflops()),
+    }
+
+
+def cifar_pipeline(tmp: Path, quick: bool, batch: int, stack: dict, synthetic: dict, synthetic_trial: dict) -> dict:
+    """The input pipeline alone on CIFAR-format files, and a full-stack trial on them against synthetic data."""
+    cifar = write_cifar10(tmp / "cifar", 5_000 if quick else 50_000)
+    pipeline = input_pipeline_rate(cifar, batch, stack["image_size"], batches=20)
+    real = full_stack(tmp, "cifar", [batch], {**synthetic, "dataset": "cifar10", "data_dir": str(cifar)})[0][0]
+    return {
+        "batch": batch,
+        "pipeline_img_s": pipeline,
+        "model_img_s": synthetic_trial["throughput"],
+        "cifar_img_s": real["throughput"],
+        "cifar_over_synthetic": real["throughput"] / synthetic_trial["throughput"],
+        "data_wait_fraction": real["data_wait_fraction"],
     }
 
 
@@ -413,22 +421,29 @@ def report(result: dict) -> str:
         + [f"{r[k]:.1f}" for k in ("setup_s", "teardown_s", "stack_warmup_s")]
         for r in result["rows"]
     ]
-    pipe = result["input_pipeline"]
     lines = [
         f"{result['model']} on {result['device']}, {result['date']}: {result['command']}",
         format_table(header, body),
         f"img/s: median of {len(result['rows'][0]['plain_img_s_values'])} timed windows (range); ratio: stack "
         "over the best hand-written variant's medians (range: worst window over best, best over worst)",
-        f"input pipeline alone: {pipe['pipeline_img_s']:.0f} img/s at batch {pipe['batch']} "
-        f"(model: {pipe['model_img_s']:.0f} img/s on synthetic data)",
-        f"CIFAR files through the full stack: {pipe['cifar_img_s']:.0f} img/s = "
-        f"{pipe['cifar_over_synthetic']:.3f} x synthetic, data_wait_fraction {pipe['data_wait_fraction']:.4f}",
+        *pipeline_lines(result["input_pipeline"]),
         *folder_lines(result["image_folder"]),
         *floor_lines(result["cold_floor"], result["setup_against_floor"]),
         economy_summary(result["economy"]),
         *utilisation_lines(result["utilisation"]),
     ]
     return "\n".join(lines)
+
+
+def pipeline_lines(pipe: dict | None) -> list[str]:
+    if pipe is None:
+        return ["input pipeline: not measured (--no-pipeline)"]
+    return [
+        f"input pipeline alone: {pipe['pipeline_img_s']:.0f} img/s at batch {pipe['batch']} "
+        f"(model: {pipe['model_img_s']:.0f} img/s on synthetic data)",
+        f"CIFAR files through the full stack: {pipe['cifar_img_s']:.0f} img/s = "
+        f"{pipe['cifar_over_synthetic']:.3f} x synthetic, data_wait_fraction {pipe['data_wait_fraction']:.4f}",
+    ]
 
 
 def ranged(row: dict, name: str) -> str:
@@ -502,9 +517,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="hand-written variants compiled in every torch.compile mode too, and the stack compiled",
     )
+    p.add_argument(
+        "--variants",
+        help=f"comma-separated hand-written variants among {','.join(PLAIN_VARIANTS)} (default: all with --compile, "
+        "else eager)",
+    )
     p.add_argument("--repeats", type=int, default=3, help="timed windows per measurement (default: %(default)s)")
     p.add_argument(
         "--no-floor", action="store_true", help="skip the cold-process floor (two fresh processes, 8-30 s each)"
+    )
+    p.add_argument(
+        "--no-pipeline", action="store_true", help="skip the CIFAR-format input pipeline and its full-stack trial"
     )
     p.add_argument("--image-folder", metavar="DIR", help="also measure this train/<class>/, val/<class>/ folder")
     p.add_argument("--prepared", action="store_true", help="with --image-folder: measure its prepared 256-px copy")

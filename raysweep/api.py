@@ -58,8 +58,9 @@ class SweepResult:
 
     @property
     def all_completed(self) -> bool:
+        """Every trial ran to its last epoch, or to where the sweep's scheduler stopped it."""
         statuses = self.trials.column("status").to_pylist()
-        return bool(statuses) and all(s == "completed" for s in statuses)
+        return bool(statuses) and all(s in ("completed", "stopped") for s in statuses)
 
 
 def run_sweep(

@@ -113,6 +113,8 @@ def train_trial(config: dict, resume_from: ray.train.Checkpoint | None) -> None:
             checkpoint=checkpoint,
         )
         discard(checkpoint)
+        if not last and stop_requested(config):
+            return
 
 
 def out_of_memory(error: Exception, rank: int, device) -> RuntimeError:
@@ -286,6 +288,15 @@ def all_mean(value: torch.Tensor) -> float:
         dist.all_reduce(value)
         value /= dist.get_world_size()
     return float(value)
+
+
+def stop_requested(config: dict) -> bool:
+    """Tune stopped the trial (a shared group's check, ``trial_server.stop_check``); every rank ends at once.
+
+    The ranks may ask on either side of the stop's arrival: the answer is any rank's, so none goes on alone.
+    """
+    asked = config.get("stop_requested")
+    return asked is not None and any(gather(asked()))
 
 
 def gather(obj) -> list:

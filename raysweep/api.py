@@ -29,6 +29,7 @@ from raysweep.max_batch import SearchLimits, configurations, max_batch_path
 from raysweep.options import SweepOptions
 from raysweep.runtime.capacity import check_local_fit
 from raysweep.runtime.cluster import check_reachable
+from raysweep.search_config import NO_CHOICES, SearchChoices, check_search
 from raysweep.space import SearchSpace, load_space, space_from_mapping
 from raysweep.trackers import start_trackers
 
@@ -59,8 +60,9 @@ class SweepResult:
 
     @property
     def all_completed(self) -> bool:
+        """Every trial ran to its last epoch, or to where the sweep's scheduler stopped it."""
         statuses = self.trials.column("status").to_pylist()
-        return bool(statuses) and all(s == "completed" for s in statuses)
+        return bool(statuses) and all(s in ("completed", "stopped") for s in statuses)
 
 
 def run_sweep(
@@ -79,6 +81,11 @@ def run_sweep(
     share_workers: bool = True,
     log_to: str | Sequence[str] = (),
     find_max_batch: bool | SearchLimits = False,
+    search: str | None = None,
+    scheduler: str | None = None,
+    num_samples: int | None = None,
+    metric: str | None = None,
+    mode: str | None = None,
 ) -> SweepResult:
     """Run ``space`` (a bundled name, a YAML path, or a mapping with a space file's keys) and return its tables.
 
@@ -89,7 +96,8 @@ def run_sweep(
     (``"mlflow"``) or several (``["mlflow", "wandb"]``); a tracker that cannot start raises ``UsageError``
     and leaves no sweep directory behind. Bad input raises ``UsageError``: options and values
     before Ray starts; models, datasets and data files while the first trial's workers start (then Ray
-    stops and nothing is left behind).
+    stops and nothing is left behind). ``search`` (grid, random, optuna), ``scheduler`` (asha, median),
+    ``num_samples``, ``metric`` and ``mode`` replace the space's own (``--search`` ... on the CLI).
     """
     options = SweepOptions(
         results_dir=str(results_dir),
@@ -105,17 +113,20 @@ def run_sweep(
         log_to=(log_to,) if isinstance(log_to, str) else tuple(log_to),
         find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None,
     )
-    return run_planned(options, resolve_space(space, overrides or {}))
+    choices = SearchChoices(search, metric, mode, scheduler, num_samples)
+    return run_planned(options, resolve_space(space, overrides or {}, choices))
 
 
-def resolve_space(space: str | Path | Mapping[str, Any], overrides: Mapping[str, Any]) -> SearchSpace:
+def resolve_space(
+    space: str | Path | Mapping[str, Any], overrides: Mapping[str, Any], choices: SearchChoices = NO_CHOICES
+) -> SearchSpace:
     if isinstance(space, Mapping):
         loaded = space_from_mapping("space", dict(space), "space mapping")
     elif isinstance(space, (str, Path)):
         loaded = load_space(str(space))
     else:
         raise UsageError(f"space must be a bundled name, a .yaml path or a mapping, got {type(space).__name__}")
-    return loaded.with_overrides(dict(overrides))
+    return loaded.with_overrides(dict(overrides)).with_search(choices)
 
 
 def check_space(space: SearchSpace, options: SweepOptions) -> list[TrialParams]:
@@ -130,6 +141,9 @@ def check_space(space: SearchSpace, options: SweepOptions) -> list[TrialParams]:
     trials = space.expand()
     for params in trials:
         params.validate()
+    check_search(space.search, space.axis_kinds(), [t.epochs for t in trials], space.num_samples)
+    if space.search.adaptive:
+        space.distributions()  # the same in every grid
     if options.find_max_batch is not None:
         configurations(trials)  # refuses a space whose global_batch fixes the micro batch
     return trials

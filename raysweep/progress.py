@@ -50,7 +50,8 @@ def status_line(counts: SweepCounts, elapsed_s: float) -> str:
     best = f"{counts.best_throughput:.1f} samples/s" if counts.best_throughput else "-"
     eta = estimate_remaining(elapsed_s, counts.done_fraction)
     return (
-        f"{counts.finished}/{counts.total} done ({counts.completed} completed, {counts.failed} failed), "
+        f"{counts.finished}/{counts.total} done ({counts.completed} completed, "
+        f"{f'{counts.stopped} stopped, ' if counts.stopped else ''}{counts.failed} failed), "
         f"{counts.running} running, {counts.pending} pending | best {best} | "
         f"elapsed {format_duration(elapsed_s)}, left ~{format_duration(eta)}"
     )
@@ -81,7 +82,7 @@ def trial_state(trial, last: dict, known: dict[str, str]) -> str:
     """completed, failed, running or pending.  ``known`` holds what the callbacks just saw: Tune
     calls them before it updates the trial's status."""
     if trial.status == "TERMINATED":
-        return "completed" if reached_last_epoch(last) else "failed"
+        return "completed" if reached_last_epoch(last) else "stopped"
     if trial.status == "ERROR":
         return "failed"
     if trial.trial_id in known:
@@ -99,7 +100,7 @@ def count_trials(
     for trial in trials:
         last = (results or {}).get(trial.trial_id) or trial.last_result or {}
         state = trial_state(trial, last, known or {})
-        if state in ("completed", "failed"):
+        if state in ("completed", "stopped", "failed"):
             progress += 1
             setattr(counts, state, getattr(counts, state) + 1)
         elif state == "running":
@@ -174,8 +175,11 @@ class ProgressCallback(Callback):
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         last = self.results.get(trial.trial_id) or trial.last_result or {}
-        state = self.known[trial.trial_id] = "completed" if reached_last_epoch(last) else "failed"
-        self.event(trials, f"trial {trial.trial_id} {state if state == 'completed' else 'ended before its last epoch'}")
+        # Tune ends a trial before its last epoch only when the sweep's scheduler stops it (the recorder's rule)
+        state = self.known[trial.trial_id] = "completed" if reached_last_epoch(last) else "stopped"
+        self.event(
+            trials, f"trial {trial.trial_id} {state if state == 'completed' else 'stopped early by the scheduler'}"
+        )
 
     def on_trial_error(self, iteration, trials, trial, **info):
         self.known[trial.trial_id] = "failed"

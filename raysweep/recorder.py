@@ -28,6 +28,7 @@ from raysweep.core.schema import (
     params_row,
     row_of,
 )
+from raysweep.core.status import TrialStatus
 from raysweep.core.store import ResultStore
 
 
@@ -95,8 +96,11 @@ class ResultTablesCallback(Callback):
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         result = self.last_result.get(trial.trial_id)
-        if result is None or not result.get("final"):
+        if result is None:
             self.write_trial(trial, "failed", "trial ended before its last epoch was reported")
+        elif not result.get("final"):
+            # Tune ended a trial that reported but not its last epoch: its scheduler stopped it
+            self.write_trial(trial, TrialStatus.STOPPED.value, None)
         else:
             self.write_trial(trial, "completed", None)
 

@@ -11,6 +11,10 @@ A space file::
     num_samples: 1                          # repeats of each grid point
     requires: gpu                           # optional: skipped, with a message, without GPUs
     drop_unfit: true                        # optional: drop trials bigger than the cluster
+    metric: val_accuracy                    # optional, with mode, scheduler and search:
+    mode: max                               #   how the sweep searches (raysweep.search_config)
+    scheduler: asha
+    search: optuna
 
 Files are parsed with a safe YAML loader (``load_yaml``: YAML 1.2 booleans, so ``off`` stays a
 string) and never evaluated.
@@ -21,7 +25,7 @@ from __future__ import annotations
 import itertools
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +33,11 @@ import yaml
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from raysweep.search_config import SEARCH_KEYS, AxisKinds, SearchChoices, SearchConfig, search_config_from
 
 SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
 DISTRIBUTIONS = {"uniform": 2, "loguniform": 2, "randint": 2, "choice": 1}
-SPACE_KEYS = {"description", "axes", "fixed", "num_samples", "requires", "drop_unfit"}
+SPACE_KEYS = {"description", "axes", "fixed", "num_samples", "requires", "drop_unfit", *SEARCH_KEYS}
 
 
 @dataclass
@@ -44,6 +49,7 @@ class SearchSpace:
     num_samples: int = 1
     requires: str = ""
     drop_unfit: bool = False
+    search: SearchConfig = field(default_factory=SearchConfig)
 
     def with_overrides(self, overrides: dict[str, Any]) -> SearchSpace:
         """``--set`` and the named flags: a value replaces the fixed value and any axis of that name."""
@@ -58,21 +64,71 @@ class SearchSpace:
             grids.append(grid)
         fixed = {**self.fixed, **{k: v for k, v in overrides.items() if k not in axes}}
         return SearchSpace(
-            self.name, self.description, dedupe(grids), fixed, self.num_samples, self.requires, self.drop_unfit
+            self.name,
+            self.description,
+            dedupe(grids),
+            fixed,
+            self.num_samples,
+            self.requires,
+            self.drop_unfit,
+            self.search,
+        )
+
+    def with_search(self, choices: SearchChoices) -> SearchSpace:
+        """The CLI's search flags (``run_sweep``'s keywords) in place of the space's own values."""
+        if choices.num_samples is not None and choices.num_samples < 1:
+            raise UsageError(f"--num-samples must be at least 1, got {choices.num_samples}")
+        return replace(
+            self,
+            search=choices.apply(self.search, "search options"),
+            num_samples=self.num_samples if choices.num_samples is None else choices.num_samples,
         )
 
     def expand(self, seed: int = 0) -> list[TrialParams]:
-        """Every grid point x ``num_samples``, distributions sampled with a seeded generator."""
+        """The trials known before the sweep starts, distributions sampled with a seeded generator.
+
+        ``grid``: every grid point x ``num_samples``; ``random``: ``num_samples`` draws of every axis (a
+        list is a uniform choice); ``optuna``: one draw per grid point, the template of its study's trials
+        (its shape is what planning checks; Optuna picks the distribution axes as the sweep goes).
+        """
         rng = random.Random(seed)
+        if self.search.search == "random":
+            return [self.draw(rng) for _ in range(self.num_samples)]
+        repeats = 1 if self.search.adaptive else self.num_samples
         trials = []
         for grid in self.grids:
             names = list(grid)
             values = [v if isinstance(v, list) else [v] for v in grid.values()]
             for point in itertools.product(*values):
-                for _ in range(self.num_samples):
+                for _ in range(repeats):
                     chosen = {n: sample(v, rng) if isinstance(v, dict) else v for n, v in zip(names, point)}
                     trials.append(TrialParams.from_dict({**self.fixed, **chosen}))
         return trials
+
+    def draw(self, rng: random.Random) -> TrialParams:
+        """One trial of a random search: a grid at random, then every axis of it drawn."""
+        grid = rng.choice(self.grids)
+        chosen = {n: sample(v, rng) if isinstance(v, dict) else rng.choice(v) for n, v in grid.items()}
+        return TrialParams.from_dict({**self.fixed, **chosen})
+
+    def axis_kinds(self) -> AxisKinds:
+        """The distribution axes of every grid, as a searcher sees them."""
+        distributions, categorical = {}, {}
+        for grid in self.grids:
+            for name, value in grid.items():
+                if isinstance(value, dict):
+                    ((kind, args),) = value.items()
+                    distributions[name] = kind
+                    if kind == "choice":
+                        categorical[name] = list(args)
+        return AxisKinds(distributions, categorical)
+
+    def distributions(self) -> dict[str, dict[str, Any]]:
+        """The distribution axes (``{name: {kind: args}}``) Optuna searches; every grid must have the same."""
+        found = [{n: v for n, v in grid.items() if isinstance(v, dict)} for grid in self.grids]
+        if any(f != found[0] for f in found):
+            raise UsageError(f"space {self.name}: search optuna needs the same distribution axes in every grid")
+        return found[0]
 
 
 def dedupe(grids: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -205,6 +261,7 @@ def space_from_mapping(name: str, doc: Any, where: str) -> SearchSpace:
         num_samples=num_samples,
         requires=requires,
         drop_unfit=bool(doc.get("drop_unfit", False)),
+        search=search_config_from(doc, where),
     )
 
 

@@ -26,10 +26,13 @@ from raysweep.runtime import cluster
 from raysweep.runtime.bytecode_cache import bytecode_cache
 from raysweep.runtime.capacity import DRIVER_CPU, Capacity, local_num_cpus
 from raysweep.runtime.compile_cache import compile_cache_env
+from raysweep.runtime.early_stop import early_stop_env
+from raysweep.runtime.optuna_searcher import OptunaFitSearcher
 from raysweep.runtime.ray_logs import logs_location, plain_log_output, quiet_forwarded_logs
 from raysweep.runtime.searcher import FitSearcher
 from raysweep.runtime.train_run import import_train_torch_in_background
 from raysweep.runtime.worker_groups import WorkerGroups, group_pool
+from raysweep.search_config import SearchConfig, build_scheduler
 from raysweep.space import SearchSpace
 from raysweep.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.tensorboard_logger import TensorBoardCallback
@@ -67,7 +70,7 @@ def run_sweep(
                 store.write_sweep_json(sweep_manifest(options, space, sweep, trials, notes))
                 callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))]
                 started = time.time()
-                fit_trials(trials_tuner(options, store, trials, callbacks))
+                fit_trials(trials_tuner(options, store, trials, callbacks, space))
             return summarise(store, options, time.time() - started, launched_at)
         finally:
             ray.shutdown()
@@ -148,27 +151,48 @@ def worker_groups(options: SweepOptions, store: ResultStore):
 FitBatches = Callable[[list[TrialParams]], tuple[list[TrialParams], list[str]]]
 
 
-def trials_tuner(options: SweepOptions, store: ResultStore, trials: list[TrialParams], callbacks: list) -> tune.Tuner:
-    """A Tune run of ``trials`` under ``store`` (its tables written by the callbacks), released as they fit."""
-    searcher = FitSearcher(
-        trials,
-        Capacity.of_cluster(),
-        base_config={
-            "sweep": store.sweep,
-            "sweep_dir": str(store.root.resolve()),
-            "storage_path": train_storage(store),
-            "collective_timeout_s": options.collective_timeout,
-            "max_failures": options.max_failures,
-            "share_workers": options.share_workers,
-        },
-        max_concurrent=options.max_concurrent_trials,
-        finished_params=store.finished_params,
-    )
+def trials_tuner(
+    options: SweepOptions,
+    store: ResultStore,
+    trials: list[TrialParams],
+    callbacks: list,
+    space: SearchSpace | None = None,
+) -> tune.Tuner:
+    """A Tune run of ``trials`` under ``store`` (its tables written by the callbacks), released as they fit.
+
+    ``space``'s search settings add a Tune scheduler and, for an adaptive search, make ``trials`` the
+    templates (one per grid point) of the trials its searcher proposes.
+    """
+    base_config = {
+        "sweep": store.sweep,
+        "sweep_dir": str(store.root.resolve()),
+        "storage_path": train_storage(store),
+        "collective_timeout_s": options.collective_timeout,
+        "max_failures": options.max_failures,
+        "share_workers": options.share_workers,
+    }
+    search = space.search if space is not None else SearchConfig()
+    fit = {"max_concurrent": options.max_concurrent_trials, "finished_params": store.finished_params}
+    if search.adaptive:
+        searcher = OptunaFitSearcher(
+            trials,
+            space.distributions(),
+            space.num_samples,
+            search.metric,
+            search.mode,
+            Capacity.of_cluster(),
+            base_config,
+            **fit,
+        )
+        total = len(trials) * space.num_samples
+    else:
+        searcher, total = FitSearcher(trials, Capacity.of_cluster(), base_config, **fit), len(trials)
     return tune.Tuner(
         trainable(),
         tune_config=tune.TuneConfig(
             search_alg=searcher,
-            num_samples=len(trials),
+            scheduler=build_scheduler(search, max((t.epochs for t in trials), default=1)),
+            num_samples=total,
             # A trial's actor only drives its trial (through a shared worker group or a Train run of its
             # own), so the next trial can reuse it: each trial then skips the actor's start and imports.
             reuse_actors=True,
@@ -197,6 +221,7 @@ def trial_dirname(trial) -> str:
 
 
 def connect(options: SweepOptions, address: str | None, trials: list[TrialParams], env_vars: dict[str, str]) -> None:
+    env_vars = {**env_vars, **early_stop_env()}
     if address:
         cluster.join(address, env_vars)
     else:

@@ -11,13 +11,14 @@ class SweepCounts:
     total: int
     completed: int = 0
     failed: int = 0
+    stopped: int = 0  # stopped early by the sweep's scheduler
     running: int = 0
     best_throughput: float | None = None
     done_fraction: float = 0.0  # finished trials count 1, running ones the share of their epochs done
 
     @property
     def finished(self) -> int:
-        return self.completed + self.failed
+        return self.completed + self.failed + self.stopped
 
     @property
     def pending(self) -> int:

@@ -11,10 +11,12 @@ import yaml
 from raysweep.api import check_space, needs_missing_gpu, resolve_space, resume_sweep, run_planned, sweep_name
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from raysweep.core.schema import REPORTED_METRICS
 from raysweep.max_batch import SearchLimits, search_plan
 from raysweep.options import SweepOptions
 from raysweep.plan import local_capacity, plan_trials, trial_table
 from raysweep.runtime.capacity import Capacity
+from raysweep.search_config import SCHEDULERS, SEARCHERS, SearchChoices, describe
 from raysweep.space import SearchSpace, list_spaces, load_yaml
 from raysweep.trackers import TRACKERS
 
@@ -102,6 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="with --find-max-batch: stop bisecting once the edge is known within N samples (default: %(default)s)",
     )
+    p.add_argument("--search", choices=list(SEARCHERS), help="how trials are picked (default: the space's, or grid)")
+    p.add_argument(
+        "--scheduler", choices=list(SCHEDULERS), help="stop poor trials early with this Tune scheduler (default: none)"
+    )
+    p.add_argument(
+        "--num-samples",
+        type=int,
+        metavar="N",
+        help="grid: repeats per grid point; random: trials in all; optuna: trials per grid point",
+    )
+    p.add_argument("--metric", help=f"what search and scheduler optimise: {', '.join(REPORTED_METRICS)}")
+    p.add_argument("--mode", help="min or max (default: the space's, or max)")
     p.add_argument("--resume", metavar="SWEEP_DIR", help="continue an interrupted sweep; finished trials are kept")
     p.add_argument("--retry-failed", action="store_true", help="with --resume: run failed trials again")
     p.add_argument(
@@ -182,6 +196,7 @@ class Command:
     dry_run: bool
     assume_gpus: int | None
     resume: str | None
+    search: SearchChoices = SearchChoices()
 
 
 def parse_command(argv: list[str] | None) -> Command:
@@ -216,6 +231,7 @@ def parse_command(argv: list[str] | None) -> Command:
         dry_run=args.dry_run,
         assume_gpus=args.assume_gpus,
         resume=args.resume,
+        search=SearchChoices(args.search, args.metric, args.mode, args.scheduler, args.num_samples),
     )
 
 
@@ -242,7 +258,7 @@ def run(command: Command) -> int:
         return 0 if resume_sweep(command.resume, options).all_completed else 1
     if not command.space:
         raise UsageError("--space is required (a bundled name, see --list-spaces, or a .yaml path)")
-    space = resolve_space(command.space, command.overrides)
+    space = resolve_space(command.space, command.overrides, command.search)
     sweep_name(space, options)
     static = check_space(space, options)
 
@@ -280,6 +296,8 @@ def dry_run(
     trials, notes = plan_trials(space, capacity, local_files=local_files)
     print(f"space {space.name}: {space.description}")
     print(f"cluster: {capacity.describe()}")
+    if not space.search.plain:
+        return adaptive_dry_run(space, trials, notes)
     print(trial_table(trials))
     for note in notes:
         print(note)
@@ -289,6 +307,24 @@ def dry_run(
         print(f"at most {len(trials)} trials after the search; dry run: nothing started.")
         return 0
     print(f"{len(trials)} trials; dry run: nothing started.")
+    return 0
+
+
+def adaptive_dry_run(space: SearchSpace, trials: list[TrialParams], notes: list[str]) -> int:
+    """A scheduled or adaptive sweep's plan: its search space, the scheduler's rungs and the budget."""
+    print("search space:")
+    for index, grid in enumerate(space.grids):
+        for name, value in grid.items():
+            print(f"  {name}: {value}" if len(space.grids) == 1 else f"  [{index}] {name}: {value}")
+    for name, value in space.fixed.items():
+        print(f"  {name} = {value}")
+    for note in notes:
+        print(note)
+    epochs = max((t.epochs for t in trials), default=0)
+    budget = len(trials) * space.num_samples if space.search.adaptive else len(trials)
+    for line in describe(space.search, epochs, budget):
+        print(line)
+    print("dry run: nothing started.")
     return 0
 
 

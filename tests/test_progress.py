@@ -67,9 +67,10 @@ def test_done_fraction_counts_running_trials_by_epochs_done():
     assert "best 250.0 samples/s" in line and "left ~1m50s" in line  # 90 s * (1 - 0.45) / 0.45
 
 
-def test_trial_ended_before_its_last_epoch_counts_as_failed():
+def test_trial_ended_before_its_last_epoch_counts_as_stopped():
+    """Tune ends a trial that reported, before its last epoch, only when the sweep's scheduler stops it."""
     counts = count_trials([fake_trial("a", "TERMINATED", epoch=0, final=False)], total=1)
-    assert (counts.completed, counts.failed) == (0, 1)
+    assert (counts.completed, counts.stopped, counts.failed, counts.finished) == (0, 1, 0, 1)
 
 
 def test_callback_knowledge_is_newer_than_trial_status():

@@ -70,10 +70,20 @@ def test_a_completed_trial_writes_one_row_per_table_entry_with_the_derived_confi
     assert store.read("ranks").schema.equals(RANKS)
 
 
-def test_a_trial_that_ends_before_its_last_epoch_is_failed(tmp_path):
+def test_a_trial_tune_ends_before_its_last_epoch_is_stopped_and_keeps_its_epochs(tmp_path):
+    """Tune ends a trial that reported, before its last epoch, only when the sweep's scheduler stops it."""
+    store = ResultStore(tmp_path, "s")
+    recorder, t = ResultTablesCallback(store), trial(TrialParams(epochs=4))
+    recorder.on_trial_result(0, [], t, result(0, final=False))
+    recorder.on_trial_complete(0, [], t)
+    (row,) = store.read("trials").to_pylist()
+    assert row["status"] == "stopped" and row["error"] is None
+    assert [r["epoch"] for r in store.read("epochs").to_pylist()] == [0]
+
+
+def test_a_trial_that_ends_without_any_report_is_failed(tmp_path):
     store = ResultStore(tmp_path, "s")
     recorder, t = ResultTablesCallback(store), trial(TrialParams())
-    recorder.on_trial_result(0, [], t, result(0, final=False))
     recorder.on_trial_complete(0, [], t)
     (row,) = store.read("trials").to_pylist()
     assert row["status"] == "failed" and "before its last epoch" in row["error"]

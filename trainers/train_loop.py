@@ -102,6 +102,8 @@ def train_trial(config: dict, resume_from: ray.train.Checkpoint | None) -> None:
             checkpoint=checkpoint,
         )
         discard(checkpoint)
+        if not last and stop_requested(config):
+            return
 
 
 def out_of_memory(error: Exception, rank: int, device) -> RuntimeError:
@@ -144,6 +146,15 @@ def evaluate(engine, batches: Batches, micro_batch: int, device) -> tuple[float 
         dist.all_reduce(totals)
     loss, correct, count = totals.tolist()
     return (loss / count, correct / count) if count else (None, None)
+
+
+def stop_requested(config: dict) -> bool:
+    """Tune stopped the trial (a shared group's check, ``trial_server.stop_check``); every rank ends at once.
+
+    The ranks may ask on either side of the stop's arrival: the answer is any rank's, so none goes on alone.
+    """
+    asked = config.get("stop_requested")
+    return asked is not None and any(gather(asked()))
 
 
 def gather(obj) -> list:

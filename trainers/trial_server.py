@@ -43,7 +43,12 @@ def serve_trials_per_worker(config: dict) -> None:
         if index == 0:
             freeze_startup_objects()
         start_clean(device)
-        train_trial(trial, trial["resume_from"])
+        train_trial({**trial, "stop_requested": stop_check(group, trial["trial_id"])}, trial["resume_from"])
+
+
+def stop_check(group, trial_id: str) -> Callable[[], bool]:
+    """Whether Tune has stopped the trial (its driver told the group): asked after each epoch's report."""
+    return lambda: ray.get(group.trial_stopped.remote(trial_id))
 
 
 def import_trial_code_in_background() -> Future[Callable[[dict, ray.train.Checkpoint | None], None]]:

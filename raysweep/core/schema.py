@@ -42,6 +42,9 @@ EPOCH_KEY, TRIAL_KEY, RANKS_KEY = "epoch_report", "trial_report", "rank_reports"
 REPORT_KEYS = (EPOCH_KEY, TRIAL_KEY, RANKS_KEY)
 # Which trial a report belongs to: a shared worker group's reports reach its trials' drivers by it.
 TRIAL_ID_KEY = "reporting_trial"
+# The scalars each epoch's report carries at its top level (trainers.train_loop.report): what a Tune
+# scheduler or searcher can optimise (a space's ``metric``).
+REPORTED_METRICS = ("val_accuracy", "train_loss", "throughput")
 
 
 def column(doc: str, default: Any = None, arrow: str = "", transport: bool = False) -> Any:

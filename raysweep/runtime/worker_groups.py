@@ -37,6 +37,7 @@ from ray.train.v2.api.callback import UserCallback
 from raysweep.core.errors import is_out_of_memory
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import TRIAL_ID_KEY
+from raysweep.runtime.early_stop import tune_stopped
 from raysweep.runtime.train_run import shape_of, start_train_coordinator, torch_trainer
 
 # A call that waits for news (a worker's next trial, a driver's next report) returns empty after
@@ -64,6 +65,7 @@ class TrialGroup:
         self.ended = False
         self.failure: Exception | None = None
         self.changed = threading.Condition()
+        self.stopped_trials: set[str] = set()  # stopped by Tune: the workers end them after the epoch in flight
 
     def run(self, trial: dict) -> int:
         """Queue a trial for the workers; its number in this group."""
@@ -99,6 +101,13 @@ class TrialGroup:
         with self.changed:
             self.changed.wait_for(lambda: len(self.reports[trial_id]) > seen or self.ended, timeout=POLL_S)
             return self.reports[trial_id][seen:], self.picked >= index, self.ended, self.failure
+
+    def stop_trial(self, trial_id: str) -> None:
+        """Tune stopped this trial (its scheduler): the workers end it once its current epoch is reported."""
+        self.stopped_trials.add(trial_id)
+
+    def trial_stopped(self, trial_id: str) -> bool:
+        return trial_id in self.stopped_trials
 
     def stop(self) -> None:
         """Let the workers return once idle: the run ends and its placement group is freed."""
@@ -319,7 +328,12 @@ def run_in_group(config: dict, trial: dict) -> None:
     attempt, resume_from, spare = 0, last_checkpoint(trial["run_dir"]), 1
     while True:
         group, name = ray.get(pool.acquire.remote(config["params"]))
-        outcome = follow(group, {**trial, "attempt": attempt, "worker_group": name, "resume_from": resume_from})
+        try:
+            outcome = follow(group, {**trial, "attempt": attempt, "worker_group": name, "resume_from": resume_from})
+        except SystemExit:  # Tune stopped the trial: its workers end it within the epoch, the group serves on
+            group.stop_trial.remote(trial["trial_id"])
+            ray.get(pool.release.remote(name, alive=True))
+            raise
         ray.get(pool.release.remote(name, alive=outcome.failure is None))
         if outcome.failure is None:
             return
@@ -346,6 +360,8 @@ def follow(group, trial: dict) -> Outcome:
             ray.tune.report(metrics)
             if metrics["final"]:
                 return Outcome(None, True, checkpoint)
+        if tune_stopped():
+            raise SystemExit(0)  # as ray.tune.report does for a stopped trial
         if ended:
             failure = failure or RuntimeError(f"worker group ended before trial {trial_id} finished")
             return Outcome(failure, started, checkpoint)

@@ -23,6 +23,8 @@ from raysweep.core.store import ResultStore, atomic_write_table
 from raysweep.runtime import cluster
 from raysweep.runtime.capacity import Capacity
 from raysweep.runtime.links import probe_groups, run_probe_group
+from raysweep.runtime.ray_logs import plain_log_output, quiet_forwarded_logs
+from raysweep.runtime.train_run import start_train_coordinator
 from raysweep.text_table import format_table
 from trainers.link_probe import COLLECTIVES, ProbePlan
 
@@ -77,6 +79,7 @@ def probe_connected(options: ProbeOptions, store: ResultStore) -> pa.Table:
             " nodes: nothing to probe"
         )
     storage = str(Path(store.root, "_ray").resolve())
+    start_train_coordinator()  # once, before the groups' runs: each would otherwise wait for its start
     points = []
     for group in groups:
         print(f"link probe: {group.link_class}, {group.ranks} ranks ({group.placement_strategy})", flush=True)
@@ -115,6 +118,8 @@ def probe(options: ProbeOptions) -> pa.Table:
         cluster.join(options.address)
     else:
         cluster.start_local(options.num_cpus or os.cpu_count() or 1, dashboard=False)
+    plain_log_output()  # Ray's worker chatter stays in its log files, as a sweep's does
+    quiet_forwarded_logs()
     try:
         return probe_connected(options, store)
     finally:

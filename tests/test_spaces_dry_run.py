@@ -22,7 +22,7 @@ SPACE_MODEL = {"seq_parallel": "vit_base_patch16_avg_224"}
 PLANNED_ON_8_GPUS = {
     "accum_grid": 8,
     "batch_grid": 5,
-    "engine": 7,  # ZeRO 0-3, DDP, FSDP2 with and without resharding
+    "engine": 8,  # ZeRO 0-3, DDP, Accelerate, FSDP2 with and without resharding
     "heterogeneity": 3,
     "optimizers": 3,
     "placement": 2,

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import ray
+from ray.train.v2.api.callback import UserCallback
+
 from raysweep.core.params import TrialParams
 from raysweep.runtime.capacity import Capacity
 from raysweep.runtime.train_run import torch_trainer
@@ -61,6 +64,7 @@ def run_probe_group(
     """The group's timed points, as ``links`` rows (without ``sweep``)."""
     from trainers.link_probe import probe_fn_per_worker
 
+    points = PointsCollector.remote()
     trainer = torch_trainer(
         group.params(device, cpus_per_worker),
         probe_fn_per_worker,
@@ -68,6 +72,32 @@ def run_probe_group(
         f"{name}-{group.link_class}",
         storage_path,
         timeout_s,
-        callbacks=[],
+        callbacks=[CollectPoints(points)],
     )
-    return list(trainer.fit().metrics["link_points"])
+    trainer.fit()
+    return ray.get(points.rows.remote())
+
+
+@ray.remote(num_cpus=0)
+class PointsCollector:
+    """Rank 0's timed points, as the Train controller hands them over."""
+
+    def __init__(self) -> None:
+        self.points: list[dict] = []
+
+    def add(self, points: list[dict]) -> None:
+        self.points += points
+
+    def rows(self) -> list[dict]:
+        return self.points
+
+
+class CollectPoints(UserCallback):
+    """On the Train controller: rank 0's report goes to the collector. Ray Train V2's ``Result.metrics``
+    keeps only what was reported with a checkpoint, and the probe reports none."""
+
+    def __init__(self, collector) -> None:
+        self.collector = collector
+
+    def after_report(self, run_context, metrics: list[dict], checkpoint) -> None:
+        ray.get(self.collector.add.remote(metrics[0]["link_points"]))

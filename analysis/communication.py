@@ -6,12 +6,12 @@ import json
 
 import pandas as pd
 
-from analysis.groups import trial_params
+from analysis.groups import NOT_A_DIFFERENCE, trial_params
 
 # Parameters that change with the worker count, or do not change a step's work, so a 1-rank trial
 # differing only in them runs the same per-rank step: the global batch (and the lr rule it drives),
 # the data scaling and sample counts, where ranks are placed, which ranks are slowed, seeds and paths.
-NOT_IN_STEP = frozenset(
+NOT_IN_STEP = NOT_A_DIFFERENCE | frozenset(
     {
         "num_workers",
         "global_batch",
@@ -24,8 +24,6 @@ NOT_IN_STEP = frozenset(
         "slow_ranks",
         "slow_factor",
         "checkpoint_every",
-        "seed",
-        "data_dir",
         "inject_fault",
     }
 )

@@ -11,14 +11,14 @@ import pandas as pd
 from analysis.compute import SweepAnalysis, compute
 from analysis.errors import AnalysisError
 from analysis.findings import headlines
-from analysis.groups import trial_params
+from analysis.groups import NOT_A_DIFFERENCE, trial_params
 from analysis.load import SweepData, load_sweep
 from analysis.plots import Plots, Series, make_plots
 from analysis.render import Block, Bullets, Heading, Image, Paragraph, Table, render_html, render_markdown
 from analysis.report import CAPTIONS
 
 # Parameters that say where a trial ran rather than what it ran: trials equal in everything else match.
-WHERE_IT_RAN = frozenset({"device", "seed", "data_dir"})
+WHERE_IT_RAN = NOT_A_DIFFERENCE | {"device"}
 RATIO_METRICS = ("throughput", "step_time_ms", "peak_mem_gib", "comm_exposed_ms")
 
 SweepSource = str | os.PathLike | SweepData

@@ -10,7 +10,17 @@ import pandas as pd
 from analysis.accuracy import DEFAULT_TARGET_SHARE, check_target, clock_column, default_target, time_to_accuracy
 from analysis.batch import BatchResult, batch_analysis
 from analysis.communication import exposed_communication
-from analysis.groups import BATCH, COMPARISONS, STRONG, WEAK, Group, find_groups, group_column, trial_params
+from analysis.groups import (
+    BATCH,
+    COMPARISONS,
+    NOT_A_DIFFERENCE,
+    STRONG,
+    WEAK,
+    Group,
+    find_groups,
+    group_column,
+    trial_params,
+)
 from analysis.load import SweepData
 from analysis.scaling import ScalingResult, strong_scaling, weak_scaling
 from analysis.stragglers import stragglers
@@ -25,6 +35,7 @@ TRIAL_COLUMNS = [
     "grad_accum_steps",
     "global_batch",
     "seed",
+    "repeat",
     "train_time_s",
     "warmup_s",
     "timed_steps",
@@ -146,7 +157,7 @@ def per_trial_table(
 
 # What differs between a sequence-parallel trial and data parallelism alone on the same workers: the split
 # itself and the global batch (fewer data-parallel ranks), besides seeds and paths.
-SP_MOVES = frozenset({"sequence_parallel", "global_batch", "seed", "data_dir"})
+SP_MOVES = NOT_A_DIFFERENCE | {"sequence_parallel", "global_batch"}
 
 
 def sequence_parallel_pairs(trials: pd.DataFrame) -> pd.DataFrame:

@@ -10,9 +10,9 @@ import pandas as pd
 
 from raysweep.core.params import TrialParams
 
-# Parameters that never make two trials different experiments: where the data lives, and the seed
-# (trials differing only in seed are repeats of one configuration).
-NOT_A_DIFFERENCE = frozenset({"data_dir", "seed"})
+# Parameters that never make two trials different experiments: where the data lives, the seed and the
+# repeat index (trials differing only in them are repeats of one configuration).
+NOT_A_DIFFERENCE = frozenset({"data_dir", "seed", "repeat"})
 
 
 @dataclass(frozen=True)

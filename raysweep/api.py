@@ -77,6 +77,7 @@ def run_sweep(
     share_workers: bool = True,
     log_to: tuple[str, ...] = (),
     find_max_batch: bool | SearchLimits = False,
+    repeats: int | None = None,
 ) -> SweepResult:
     """Run ``space`` (a bundled name, a YAML path, or a mapping with a space file's keys) and return its tables.
 
@@ -85,7 +86,8 @@ def run_sweep(
     and sweeps the grid clipped to it (``<sweep>/max_batch/``). ``share_workers=False`` gives every trial
     fresh worker processes (``--no-shared-workers``). Bad input raises ``UsageError``: options and values
     before Ray starts; models, datasets and data files while the first trial's workers start (then Ray
-    stops and nothing is left behind).
+    stops and nothing is left behind). ``repeats`` runs every trial that many times (seeds ``seed`` ..
+    ``seed + repeats - 1``; default: the space's ``repeats``, else 1).
     """
     options = SweepOptions(
         results_dir=str(results_dir),
@@ -101,17 +103,19 @@ def run_sweep(
         log_to=tuple(log_to),
         find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None,
     )
-    return run_planned(options, resolve_space(space, overrides or {}))
+    return run_planned(options, resolve_space(space, overrides or {}, repeats))
 
 
-def resolve_space(space: str | Path | Mapping[str, Any], overrides: Mapping[str, Any]) -> SearchSpace:
+def resolve_space(
+    space: str | Path | Mapping[str, Any], overrides: Mapping[str, Any], repeats: int | None = None
+) -> SearchSpace:
     if isinstance(space, Mapping):
         loaded = space_from_mapping("space", dict(space), "space mapping")
     elif isinstance(space, (str, Path)):
         loaded = load_space(str(space))
     else:
         raise UsageError(f"space must be a bundled name, a .yaml path or a mapping, got {type(space).__name__}")
-    return loaded.with_overrides(dict(overrides))
+    return loaded.with_overrides(dict(overrides)).with_repeats(repeats)
 
 
 def check_space(space: SearchSpace, options: SweepOptions) -> list[TrialParams]:

@@ -22,7 +22,7 @@ from analysis.groups import (
     trial_params,
 )
 from analysis.load import SweepData
-from analysis.scaling import ScalingResult, strong_scaling, weak_scaling
+from analysis.scaling import ScalingResult, scaling_analysis
 from analysis.stragglers import stragglers
 
 TRIAL_COLUMNS = [
@@ -103,8 +103,8 @@ def compute(data: SweepData, target: float | None = None) -> SweepAnalysis:
         check_target(target)
     trials = data.trials.assign(comm_exposed_ms=exposed_communication(data.trials))
     groups = {c.kind: find_groups(trials, c) for c in COMPARISONS}
-    strong = [strong_scaling(trials, g) for g in groups[STRONG.kind] if g.comparable]
-    weak = [weak_scaling(trials, g) for g in groups[WEAK.kind] if g.comparable]
+    strong = [scaling_analysis(trials, g) for g in groups[STRONG.kind] if g.comparable]
+    weak = [scaling_analysis(trials, g) for g in groups[WEAK.kind] if g.comparable]
     batch = [batch_analysis(trials, g) for g in groups[BATCH.kind] if g.comparable]
     if data.epochs["val_accuracy"].notna().sum() == 0:
         target, source = None, "the epochs table has no validation accuracy for the completed trials"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.compute import SweepAnalysis
+from analysis.evidence import RULE
 from analysis.findings import headlines
 from analysis.groups import plain
 from analysis.plots import Plots
@@ -22,6 +23,7 @@ def build_summary(analysis: SweepAnalysis, plots: Plots) -> dict[str, Any]:
         "left_out": data.left_out,
         "economy": data.manifest.get("economy"),  # sweep.json's: duty cycle and setup times (None without one)
         "headlines": headlines(analysis),
+        "rule": RULE,
         "groups": [
             {
                 "id": g.id,

@@ -7,6 +7,7 @@ import pandas as pd
 from analysis.batch import KNEE_FRACTION
 from analysis.communication import exposed_by_configuration
 from analysis.compute import MIN_TIMED_STEPS, SweepAnalysis
+from analysis.groups import trial_labels
 from analysis.scaling import MIN_FIT_WORKER_COUNTS, ScalingResult
 from analysis.stragglers import stragglers_by_configuration
 
@@ -37,12 +38,16 @@ def answer(analysis: SweepAnalysis) -> str:
             f"{weak.base_workers}; that it does less is {weak.per_worker_kept().sentence()}."
         )
     if batch is not None:
-        first = batch.points.iloc[0]
-        gain = batch.peak.throughput_per_worker / first.throughput_per_worker
+        first, peak = batch.points.iloc[0], batch.peak
+        gain = (
+            f"{peak.throughput_per_worker / first.throughput_per_worker:.2f}× that of micro batch "
+            f"{first.micro_batch_per_worker:g}, a gain {batch.throughput_gain().sentence()}"
+        )
+        if batch.knee.micro_batch_per_worker == peak.micro_batch_per_worker:
+            return f"Throughput per worker is highest at micro batch {peak.micro_batch_per_worker:g}: {gain}."
         return (
             f"Micro batch {batch.knee.micro_batch_per_worker:g} reaches {KNEE_FRACTION:.0%} of the best throughput "
-            f"per worker; the best, at micro batch {batch.peak.micro_batch_per_worker:g}, is {gain:.2f}× that of "
-            f"micro batch {first.micro_batch_per_worker:g}, a gain {batch.throughput_gain().sentence()}."
+            f"per worker; the best, at micro batch {peak.micro_batch_per_worker:g}, is {gain}."
         )
     trials = len(analysis.data.trials)
     return f"{trials} trial(s) measured; no two points differ in one swept quantity alone, so nothing is compared."
@@ -173,8 +178,9 @@ def accuracy_finding(analysis: SweepAnalysis) -> str | None:
     if reached.empty:
         return f"Time to accuracy: no trial reached {analysis.target:.3f} validation accuracy."
     fastest = reached.loc[reached["time_to_accuracy_s"].idxmin()]
+    name = trial_labels(analysis.data.trials).get(fastest.trial_id, fastest.trial_id)
     return (
-        f"Time to {analysis.target:.3f} validation accuracy: fastest trial {fastest.trial_id} in "
+        f"Time to {analysis.target:.3f} validation accuracy: fastest trial {fastest.trial_id} ({name}) in "
         f"{fastest.time_to_accuracy_s:.3g} s (epoch {fastest.epoch_reached}); {missed} of {len(trials)} "
         "trial(s) never reached it."
     )

@@ -9,6 +9,7 @@ the parameters that differ between them, never by trial ids.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -336,6 +337,11 @@ def time_to_accuracy_figure(series: list[Series]) -> Drawn | str:
     )
 
 
+def natural_text(text: str) -> tuple:
+    """``mb=16`` before ``mb=128``: the digits of a label compared as numbers."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
 def epochs_figure(series: list[Series]) -> Drawn | str:
     epochs = [
         (s, trial, part.sort_values("epoch"))
@@ -345,6 +351,7 @@ def epochs_figure(series: list[Series]) -> Drawn | str:
     if not epochs:
         return "the epochs table has no rows for the completed trials"
     names = {id(s): trial_labels(s.analysis.data.trials) for s in series}
+    epochs.sort(key=lambda e: (e[0].label, natural_text(names[id(e[0])].get(e[1], e[1]))))
     figure, (loss, accuracy) = new_figure(2)
     for s, trial, part in epochs[:MAX_EPOCH_SERIES]:
         label = s.name(names[id(s)].get(trial, trial))

@@ -101,6 +101,15 @@ def inline_html(text: str) -> str:
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
 
 
+NUMBER = re.compile(r"[-+]?[\d.,]+(e[-+]?\d+)?\s?[%×]?|—")
+
+
+def table_cell(text: str) -> str:
+    """Numbers align right, so their digits line up; words align left, as they are read."""
+    kind = "" if NUMBER.fullmatch(text) else ' class="text"'
+    return f"<td{kind}>{html.escape(text)}</td>"
+
+
 def render_html(blocks: list[Block], title: str) -> str:
     """One file that opens anywhere: images are embedded as base64 data URIs."""
     out = []
@@ -113,7 +122,7 @@ def render_html(blocks: list[Block], title: str) -> str:
             out.append("<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in block.items) + "</ul>")
         elif isinstance(block, Table):
             head = "".join(f"<th>{html.escape(c)}</th>" for c in block.columns)
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)
+            body = "".join("<tr>" + "".join(table_cell(c) for c in row) + "</tr>" for row in block.rows)
             out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         else:
             data = base64.b64encode(block.path.read_bytes()).decode("ascii")
@@ -126,7 +135,7 @@ def render_html(blocks: list[Block], title: str) -> str:
         "body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;line-height:1.4}"
         "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}"
         "th,td{border:1px solid #ccc;padding:0.25em 0.6em;text-align:right;overflow-wrap:anywhere}"
-        "th{background:#f3f3f3}table{max-width:100%}code{overflow-wrap:anywhere}p,li{overflow-wrap:anywhere}"
+        "th{background:#f3f3f3}td.text,th{text-align:left}table{max-width:100%}code{overflow-wrap:anywhere}p,li{overflow-wrap:anywhere}"
         "img{max-width:100%;height:auto}figcaption{font-style:italic;color:#555}"
         "code{background:#f3f3f3;padding:0 0.2em}"
     )

@@ -132,10 +132,14 @@ class BatchSearch:
         }
 
 
+# What a configuration's trials differ in: the micro batch the search moves, and what tells repeats apart.
+NOT_IN_CONFIGURATION = ("micro_batch_per_worker", "seed", "repeat")
+
+
 def configuration_key(params: TrialParams) -> str:
     """The trial's parameters without its micro batch and its repeat (seed and index), as canonical JSON."""
     values = params.to_dict()
-    for name in ("micro_batch_per_worker", "seed", "repeat"):
+    for name in NOT_IN_CONFIGURATION:
         del values[name]
     return json.dumps(values, sort_keys=True)
 
@@ -167,7 +171,7 @@ def search_plan(trials: list[TrialParams], limits: SearchLimits) -> list[str]:
     varied = [
         name
         for name in TrialParams.field_names()
-        if name != "micro_batch_per_worker" and len({str(getattr(t, name)) for t in trials}) > 1
+        if name not in NOT_IN_CONFIGURATION and len({str(getattr(t, name)) for t in trials}) > 1
     ]
     for number, group in enumerate(groups.values()):
         grid = sorted({t.micro_batch_per_worker for t in group})

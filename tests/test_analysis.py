@@ -903,6 +903,9 @@ def test_first_screen_answers_in_one_sentence_then_says_what_was_measured(tmp_pa
         in text
     )
     assert "**Rule:** a difference between two points is claimed only when every repeat" in text
+    summary = json.loads((sweep / "report" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["measured"]["engine"] == "deepspeed ZeRO-0" and summary["rule"].startswith("a difference")
+    assert summary["not_recorded"][0] == "the model's parameter count"
 
 
 def test_the_raysweep_version_and_checkout_are_shown_where_sweep_json_has_them(tmp_path):

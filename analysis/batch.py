@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis.evidence import Verdict, differ
 from analysis.groups import Group
 
 KNEE_FRACTION = 0.9  # the knee is the smallest batch within this share of the best throughput
@@ -29,18 +30,33 @@ class BatchResult:
     points: pd.DataFrame  # one row per micro batch, metrics averaged over its trials
     knee: pd.Series  # the point at the knee
     peak: pd.Series  # the point with the best throughput per worker
+    rows: pd.DataFrame  # the group's trials, repeats included
 
-    @property
-    def knee_within_spread(self) -> bool:
-        """Whether the knee's and the peak's throughput ranges over repeats overlap: then they cannot be told apart."""
-        knee, peak = self.knee, self.peak
-        return bool(
-            knee.micro_batch_per_worker != peak.micro_batch_per_worker and knee.throughput_max >= peak.throughput_min
+    def at(self, micro_batch: float, metric: str) -> list[float]:
+        """``metric`` of every repeat at ``micro_batch``."""
+        return self.rows.loc[self.rows["micro_batch_per_worker"] == micro_batch, metric].astype(float).tolist()
+
+    def throughput_gain(self) -> Verdict:
+        """The rule on throughput per worker: the peak's repeats against the smallest micro batch's."""
+        first = self.points.iloc[0].micro_batch_per_worker
+        return differ(
+            self.at(self.peak.micro_batch_per_worker, "throughput_per_worker"), self.at(first, "throughput_per_worker")
         )
 
-    @property
-    def has_repeats(self) -> bool:
-        return bool((self.points["trials"] > 1).any())
+    def knee_below_peak(self) -> Verdict | None:
+        """The rule on throughput per worker between the knee and the peak; None where they are one point."""
+        if self.knee.micro_batch_per_worker == self.peak.micro_batch_per_worker:
+            return None
+        peak, knee = self.peak.micro_batch_per_worker, self.knee.micro_batch_per_worker
+        return differ(self.at(peak, "throughput_per_worker"), self.at(knee, "throughput_per_worker"))
+
+    def accuracy_change(self) -> Verdict | None:
+        """The rule on validation accuracy between the smallest and the largest micro batch; None without it."""
+        first, last = self.points.iloc[0].micro_batch_per_worker, self.points.iloc[-1].micro_batch_per_worker
+        a, b = self.at(first, "val_accuracy"), self.at(last, "val_accuracy")
+        if not any(pd.notna(a)) or not any(pd.notna(b)):
+            return None
+        return differ(a, b)
 
     @property
     def recommendation(self) -> str:
@@ -81,4 +97,4 @@ def batch_analysis(trials: pd.DataFrame, group: Group) -> BatchResult:
     points = batch_points(trials, group)
     knee = points.iloc[knee_index(points["throughput_per_worker"])]
     peak = points.loc[points["throughput_per_worker"].idxmax()]
-    return BatchResult(group, points, knee, peak)
+    return BatchResult(group, points, knee, peak, trials[trials["trial_id"].isin(group.trial_ids)])

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.groups import trial_params
+from analysis.evidence import Verdict, compare
+from analysis.groups import NOT_A_DIFFERENCE, trial_params
 
 # Parameters that change with the worker count, or do not change a step's work, so a 1-rank trial
 # differing only in them runs the same per-rank step: the global batch (and the lr rule it drives),
 # the data scaling and sample counts, where ranks are placed, which ranks are slowed, seeds and paths.
-NOT_IN_STEP = frozenset(
+NOT_IN_STEP = NOT_A_DIFFERENCE | frozenset(
     {
         "num_workers",
         "global_batch",
@@ -24,8 +26,6 @@ NOT_IN_STEP = frozenset(
         "slow_ranks",
         "slow_factor",
         "checkpoint_every",
-        "seed",
-        "data_dir",
         "inject_fault",
     }
 )
@@ -49,3 +49,47 @@ def exposed_communication(trials: pd.DataFrame) -> pd.Series:
     baseline = trials.loc[single, "step_time_ms"].groupby(keys[single]).median()
     exposed = trials["step_time_ms"] - keys.map(baseline).astype(float)
     return exposed.where(~single & trials["step_time_ms"].notna()).astype(float).rename("comm_exposed_ms")
+
+
+@dataclass(frozen=True)
+class ExposedCommunication:
+    """One worker count's step against the same per-rank step on one rank, over their repeats."""
+
+    num_workers: int
+    micro_batch_per_worker: int
+    grad_accum_steps: int
+    step_time_ms: float  # median over the N-rank repeats
+    exposed_ms: float  # that median minus the 1-rank repeats' median
+    verdict: Verdict  # the N-rank step times against the 1-rank ones
+
+    @property
+    def share(self) -> float:
+        return self.exposed_ms / self.step_time_ms if self.step_time_ms > 0 else float("nan")
+
+
+def exposed_by_configuration(trials: pd.DataFrame) -> list[ExposedCommunication]:
+    """Every multi-rank configuration with a 1-rank match, its repeats' step times tested against the match's."""
+    if trials.empty:
+        return []
+    keys = trials.apply(step_key, axis=1)
+    single = trials["num_workers"] == 1
+    found = []
+    for key in sorted(set(keys[~single])):
+        base = trials.loc[single & (keys == key), "step_time_ms"].dropna()
+        if base.empty:
+            continue
+        for workers, part in trials[~single & (keys == key)].groupby("num_workers"):
+            steps = part["step_time_ms"].dropna()
+            if steps.empty:
+                continue
+            found.append(
+                ExposedCommunication(
+                    int(workers),
+                    int(part["micro_batch_per_worker"].iloc[0]),
+                    int(part["grad_accum_steps"].fillna(1).iloc[0]),
+                    float(steps.median()),
+                    float(steps.median() - base.median()),
+                    compare(steps.tolist(), base.tolist()),
+                )
+            )
+    return found

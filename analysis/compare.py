@@ -10,15 +10,15 @@ import pandas as pd
 
 from analysis.compute import SweepAnalysis, compute
 from analysis.errors import AnalysisError
+from analysis.evidence import RULE
 from analysis.findings import headlines
-from analysis.groups import trial_params
+from analysis.groups import NOT_A_DIFFERENCE, trial_params
 from analysis.load import SweepData, load_sweep
 from analysis.plots import Plots, Series, make_plots
 from analysis.render import Block, Bullets, Heading, Image, Paragraph, Table, render_html, render_markdown
-from analysis.report import CAPTIONS
 
 # Parameters that say where a trial ran rather than what it ran: trials equal in everything else match.
-WHERE_IT_RAN = frozenset({"device", "seed", "data_dir"})
+WHERE_IT_RAN = NOT_A_DIFFERENCE | {"device"}
 RATIO_METRICS = ("throughput", "step_time_ms", "peak_mem_gib", "comm_exposed_ms")
 
 SweepSource = str | os.PathLike | SweepData
@@ -92,7 +92,11 @@ def matching_ratios(base: SweepAnalysis, other: SweepAnalysis) -> pd.DataFrame:
 
 def comparison_blocks(series: list[Series], plots: Plots) -> list[Block]:
     names = ", ".join(s.label for s in series)
-    blocks: list[Block] = [Heading(f"Comparison: {names}", 1), Heading("Findings per sweep")]
+    blocks: list[Block] = [
+        Heading(f"Comparison: {names}", 1),
+        Paragraph(f"**Rule:** {RULE}."),
+        Heading("Findings per sweep"),
+    ]
     for s in series:
         question = s.analysis.data.question
         blocks += [
@@ -118,7 +122,7 @@ def comparison_blocks(series: list[Series], plots: Plots) -> list[Block]:
                 Table.of(ratios),
             ]
     blocks.append(Heading("Plots"))
-    blocks += [Image(plots.made[n], CAPTIONS[n]) for n in CAPTIONS if n in plots.made]
+    blocks += [Image(path, plots.captions[name]) for name, path in plots.made.items()]
     if plots.skipped:
         blocks += [Paragraph("Not drawn:"), Bullets([f"`{name}`: {why}" for name, why in plots.skipped.items()])]
     return blocks

@@ -10,9 +10,19 @@ import pandas as pd
 from analysis.accuracy import DEFAULT_TARGET_SHARE, check_target, clock_column, default_target, time_to_accuracy
 from analysis.batch import BatchResult, batch_analysis
 from analysis.communication import exposed_communication
-from analysis.groups import BATCH, COMPARISONS, STRONG, WEAK, Group, find_groups, group_column, trial_params
+from analysis.groups import (
+    BATCH,
+    COMPARISONS,
+    NOT_A_DIFFERENCE,
+    STRONG,
+    WEAK,
+    Group,
+    find_groups,
+    group_column,
+    trial_params,
+)
 from analysis.load import SweepData
-from analysis.scaling import ScalingResult, strong_scaling, weak_scaling
+from analysis.scaling import ScalingResult, scaling_analysis
 from analysis.stragglers import stragglers
 
 TRIAL_COLUMNS = [
@@ -25,6 +35,7 @@ TRIAL_COLUMNS = [
     "grad_accum_steps",
     "global_batch",
     "seed",
+    "repeat",
     "train_time_s",
     "warmup_s",
     "timed_steps",
@@ -92,8 +103,8 @@ def compute(data: SweepData, target: float | None = None) -> SweepAnalysis:
         check_target(target)
     trials = data.trials.assign(comm_exposed_ms=exposed_communication(data.trials))
     groups = {c.kind: find_groups(trials, c) for c in COMPARISONS}
-    strong = [strong_scaling(trials, g) for g in groups[STRONG.kind] if g.comparable]
-    weak = [weak_scaling(trials, g) for g in groups[WEAK.kind] if g.comparable]
+    strong = [scaling_analysis(trials, g) for g in groups[STRONG.kind] if g.comparable]
+    weak = [scaling_analysis(trials, g) for g in groups[WEAK.kind] if g.comparable]
     batch = [batch_analysis(trials, g) for g in groups[BATCH.kind] if g.comparable]
     if data.epochs["val_accuracy"].notna().sum() == 0:
         target, source = None, "the epochs table has no validation accuracy for the completed trials"
@@ -146,7 +157,7 @@ def per_trial_table(
 
 # What differs between a sequence-parallel trial and data parallelism alone on the same workers: the split
 # itself and the global batch (fewer data-parallel ranks), besides seeds and paths.
-SP_MOVES = frozenset({"sequence_parallel", "global_batch", "seed", "data_dir"})
+SP_MOVES = NOT_A_DIFFERENCE | {"sequence_parallel", "global_batch"}
 
 
 def sequence_parallel_pairs(trials: pd.DataFrame) -> pd.DataFrame:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.batch import KNEE_FRACTION
+from analysis.communication import exposed_by_configuration
 from analysis.compute import MIN_TIMED_STEPS, SweepAnalysis
+from analysis.groups import trial_labels
 from analysis.scaling import MIN_FIT_WORKER_COUNTS, ScalingResult
-from analysis.stragglers import RATIO_WORTH_NAMING
+from analysis.stragglers import stragglers_by_configuration
 
 
 def left_out_sentence(analysis: SweepAnalysis) -> str:
@@ -18,6 +21,38 @@ def left_out_sentence(analysis: SweepAnalysis) -> str:
     )
 
 
+def answer(analysis: SweepAnalysis) -> str:
+    """The report's first sentence: the headline comparison's result and whether the rule establishes it."""
+    batch, strong, weak = analysis.best_batch(), analysis.best_strong(), analysis.best_weak()
+    if strong is not None:
+        top = strong.at_max_workers()
+        verdict = strong.faster()
+        return (
+            f"{top.num_workers:g} workers ran the timed work {top.speedup:.2f}× as fast as {strong.base_workers} "
+            f"({top.efficiency:.0%} efficiency); that they are faster is {verdict.sentence()}."
+        )
+    if weak is not None:
+        top = weak.at_max_workers()
+        return (
+            f"At {top.num_workers:g} workers each worker kept {top.efficiency:.0%} of the throughput it had at "
+            f"{weak.base_workers}; that it does less is {weak.per_worker_kept().sentence()}."
+        )
+    if batch is not None:
+        first, peak = batch.points.iloc[0], batch.peak
+        gain = (
+            f"{peak.throughput_per_worker / first.throughput_per_worker:.2f}× that of micro batch "
+            f"{first.micro_batch_per_worker:g}, a gain {batch.throughput_gain().sentence()}"
+        )
+        if batch.knee.micro_batch_per_worker == peak.micro_batch_per_worker:
+            return f"Throughput per worker is highest at micro batch {peak.micro_batch_per_worker:g}: {gain}."
+        return (
+            f"Micro batch {batch.knee.micro_batch_per_worker:g} reaches {KNEE_FRACTION:.0%} of the best throughput "
+            f"per worker; the best, at micro batch {peak.micro_batch_per_worker:g}, is {gain}."
+        )
+    trials = len(analysis.data.trials)
+    return f"{trials} trial(s) measured; no two points differ in one swept quantity alone, so nothing is compared."
+
+
 def spread(result: ScalingResult, metric: str, form: str) -> str:
     """`` (range a–b over k repeats)`` where the largest worker count was repeated; nothing otherwise."""
     if result.repeats_at_max < 2:
@@ -26,92 +61,112 @@ def spread(result: ScalingResult, metric: str, form: str) -> str:
     return f" (range {format(low, form)}–{format(high, form)} over {result.repeats_at_max} repeats)"
 
 
-def strong_finding(analysis: SweepAnalysis) -> str | None:
-    result = analysis.best_strong()
+def scaling_finding(result: ScalingResult | None) -> str | None:
+    """Strong or weak scaling of one group: the ratio at the largest worker count, the rule's verdict, the fit."""
     if result is None:
         return None
     top = result.at_max_workers()
-    text = (
-        f"Strong scaling ({result.group.id}, timed work): {top.speedup:.2f}×{spread(result, 'speedup', '.2f')} "
-        f"speedup on {top.num_workers:g} workers vs {result.base_workers} ({top.efficiency:.0%} efficiency)"
-    )
-    fit = result.amdahl
-    if fit is None:
-        text += f"; no Amdahl fit: {result.worker_counts} worker count(s), a fit needs {MIN_FIT_WORKER_COUNTS}"
+    workers = f"{top.num_workers:g} workers vs {result.base_workers}"
+    if result.kind == "strong":
+        text = (
+            f"Strong scaling ({result.group.id}, timed work): {top.speedup:.2f}×{spread(result, 'speedup', '.2f')} "
+            f"speedup on {workers} ({top.efficiency:.0%} efficiency); faster than {result.base_workers}: "
+            f"{result.faster().sentence()}"
+        )
     else:
+        text = (
+            f"Weak scaling ({result.group.id}, timed work): {top.efficiency:.0%}"
+            f"{spread(result, 'efficiency', '.0%')} efficiency at {workers}, {top.throughput_per_worker:.4g} "
+            f"samples/s per worker; less per worker than at {result.base_workers}: "
+            f"{result.per_worker_kept().sentence()}"
+        )
+    return text + "; " + fit_sentence(result) + "."
+
+
+def fit_sentence(result: ScalingResult) -> str:
+    if result.amdahl is not None:
+        fit = result.amdahl
         bound = f", so speedup is bounded by 1/f = {fit.max_speedup:.1f}×" if fit.max_speedup else ""
-        text += (
-            f"; Amdahl serial fraction f = {fit.serial_fraction:.3f} (RMS residual {fit.rms_residual_s:.3g} s, "
+        return (
+            f"Amdahl serial fraction f = {fit.serial_fraction:.3f} (RMS residual {fit.rms_residual_s:.3g} s, "
             f"{fit.degrees_of_freedom} degree(s) of freedom){bound}"
         )
-    return text + "."
-
-
-def weak_finding(analysis: SweepAnalysis) -> str | None:
-    result = analysis.best_weak()
-    if result is None:
-        return None
-    top = result.at_max_workers()
-    text = (
-        f"Weak scaling ({result.group.id}, timed work): {top.efficiency:.0%}{spread(result, 'efficiency', '.0%')} "
-        f"efficiency at {top.num_workers:g} workers vs {result.base_workers}, "
-        f"{top.throughput_per_worker:.4g} samples/s per worker"
-    )
-    fit = result.gustafson
-    if fit is None:
-        text += f"; no Gustafson fit: {result.worker_counts} worker count(s), a fit needs {MIN_FIT_WORKER_COUNTS}"
-    else:
-        text += (
-            f"; Gustafson serial fraction α = {fit.alpha:.3f} (RMS residual {fit.rms_residual:.3g}, "
+    if result.gustafson is not None:
+        fit, top = result.gustafson, result.at_max_workers()
+        return (
+            f"Gustafson serial fraction α = {fit.alpha:.3f} (RMS residual {fit.rms_residual:.3g}, "
             f"{fit.degrees_of_freedom} degree(s) of freedom), scaled speedup {top.gustafson_speedup:.2f}× "
             f"(measured {top.scaled_speedup:.2f}×)"
         )
-    return text + "."
+    law = "Amdahl" if result.kind == "strong" else "Gustafson"
+    return f"no {law} fit: {result.worker_counts} worker count(s), a fit needs {MIN_FIT_WORKER_COUNTS}"
 
 
 def batch_finding(analysis: SweepAnalysis) -> str | None:
     result = analysis.best_batch()
     if result is None:
         return None
-    text = f"Batch size ({result.group.id}): {result.recommendation}"
-    if result.knee_within_spread:
-        text += "; the knee's and the peak's throughput overlap over repeats, so they are not told apart"
-    elif not result.has_repeats:
-        text += "; single runs per batch: differences within run-to-run noise (often 10–20%) are not established"
+    first = result.points.iloc[0].micro_batch_per_worker
+    text = (
+        f"Batch size ({result.group.id}): {result.recommendation}; throughput per worker at micro batch "
+        f"{result.peak.micro_batch_per_worker:g} above {first:g}: {result.throughput_gain().sentence()}"
+    )
+    knee = result.knee_below_peak()
+    if knee is not None and result.peak.micro_batch_per_worker != first:
+        text += f"; the peak above the knee: {knee.sentence()}"
     return text + "."
 
 
 def comm_finding(analysis: SweepAnalysis) -> str | None:
-    """Exposed communication, only where some trial's step is measurably slower than its 1-rank match."""
-    trials = analysis.per_trial.dropna(subset=["comm_exposed_ms", "step_time_ms"])
-    if trials.empty or not (trials["comm_exposed_ms"] > 0).any():
+    """Exposed communication: the multi-rank configuration whose step exceeds its 1-rank match the most,
+    with the rule's verdict on the step times of their repeats."""
+    found = exposed_by_configuration(analysis.data.trials)
+    if not found:
         return None
-    worst = trials.loc[trials["comm_exposed_ms"].idxmax()]
+    established = [f for f in found if f.verdict.established]
+    worst = max(established or found, key=lambda f: f.exposed_ms)
+    where = (
+        f"{worst.num_workers} workers, micro batch {worst.micro_batch_per_worker}, "
+        f"{worst.grad_accum_steps} accumulation step(s)"
+    )
+    if not established:
+        return (
+            f"Communication: no multi-rank step is established slower than the same step on one rank "
+            f"(largest: {worst.exposed_ms:.3g} ms at {where}: {worst.verdict.sentence()})."
+        )
     return (
-        f"Communication: a multi-rank step takes up to {worst.comm_exposed_ms:.3g} ms more than the same step on "
-        f"one rank ({worst.comm_exposed_ms / worst.step_time_ms:.0%} of its {worst.step_time_ms:.3g} ms step; "
-        f"trial {worst.trial_id}: {worst.num_workers:g} workers, micro batch {worst.micro_batch_per_worker:g})."
+        f"Communication: a {where} step takes {worst.exposed_ms:.3g} ms more than the same step on one rank "
+        f"({worst.share:.0%} of its {worst.step_time_ms:.3g} ms step; {len(established)} of {len(found)} "
+        f"multi-rank configuration(s) established slower); {worst.verdict.sentence()}."
     )
 
 
 def straggler_finding(analysis: SweepAnalysis) -> str | None:
-    """The worst straggler, only where it stands out: slowed ranks set, or a ratio past noise."""
-    lagging = analysis.stragglers
-    slowed = set(analysis.data.trials.loc[analysis.data.trials["slow_ranks"].fillna("") != "", "trial_id"])
-    lagging = lagging[lagging["trial_id"].isin(slowed) | (lagging["straggler_ratio"] >= RATIO_WORTH_NAMING)]
-    if lagging.empty:
+    """The slowest rank of the configuration where it stands out most, with the rule's verdict against the others;
+    nothing where no rank is established slower and none was slowed on purpose (``slow_ranks``)."""
+    found = stragglers_by_configuration(analysis.data.trials, analysis.data.ranks, analysis.stragglers)
+    if not found:
         return None
-    worst = lagging.loc[lagging["straggler_ratio"].idxmax()]
-    cost = f" ({worst.straggler_cost_fraction:.0%} of the step)" if pd.notna(worst.straggler_cost_fraction) else ""
+    established = [f for f in found if f.verdict.established]
+    if not established and not any(f.slowed for f in found):
+        return None  # no rank stands out and none was slowed on purpose: nothing to say
+    worst = max(established or [f for f in found if f.slowed], key=lambda f: f.ratio)
+    slowed = " (slowed on purpose: slow_ranks)" if worst.slowed else ""
+    cost = f" ({worst.cost_fraction:.0%} of the step)" if pd.notna(worst.cost_fraction) else ""
     wait = (
         f"; the other ranks wait {worst.others_wait_ms:.3g} ms per step for it{cost}"
         if pd.notna(worst.others_wait_ms)
         else ""
     )
-    return (
-        f"Stragglers: worst in trial {worst.trial_id}, rank {worst.slowest_rank} is "
-        f"{worst.straggler_ratio:.2f}× the median of the other ranks' {worst.straggler_basis}{wait}."
+    what = (
+        f"rank {worst.rank}{slowed} is {worst.ratio:.2f}× the median of the other ranks' {worst.basis} over "
+        f"{len(worst.trial_ids)} trial(s) ({', '.join(worst.trial_ids)})"
     )
+    if not established:
+        return (
+            f"Stragglers: no rank is established slower than the others; largest: {what}; {worst.verdict.sentence()}."
+        )
+    return f"Stragglers: {what}; slower than the others: {worst.verdict.sentence()}{wait}."
 
 
 def accuracy_finding(analysis: SweepAnalysis) -> str | None:
@@ -123,17 +178,21 @@ def accuracy_finding(analysis: SweepAnalysis) -> str | None:
     if reached.empty:
         return f"Time to accuracy: no trial reached {analysis.target:.3f} validation accuracy."
     fastest = reached.loc[reached["time_to_accuracy_s"].idxmin()]
+    name = trial_labels(analysis.data.trials).get(fastest.trial_id, fastest.trial_id)
     return (
-        f"Time to {analysis.target:.3f} validation accuracy: fastest trial {fastest.trial_id} in "
+        f"Time to {analysis.target:.3f} validation accuracy: fastest trial {fastest.trial_id} ({name}) in "
         f"{fastest.time_to_accuracy_s:.3g} s (epoch {fastest.epoch_reached}); {missed} of {len(trials)} "
         "trial(s) never reached it."
     )
 
 
 def headlines(analysis: SweepAnalysis) -> list[str]:
-    findings = (strong_finding, weak_finding, batch_finding, comm_finding, straggler_finding, accuracy_finding)
-    texts = [text for text in (f(analysis) for f in findings) if text]
-    return texts + caveats(analysis)
+    texts = [
+        scaling_finding(analysis.best_strong()),
+        scaling_finding(analysis.best_weak()),
+        *(f(analysis) for f in (batch_finding, comm_finding, straggler_finding, accuracy_finding)),
+    ]
+    return [text for text in texts if text] + caveats(analysis)
 
 
 def caveats(analysis: SweepAnalysis) -> list[str]:

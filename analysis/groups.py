@@ -10,9 +10,9 @@ import pandas as pd
 
 from raysweep.core.params import TrialParams
 
-# Parameters that never make two trials different experiments: where the data lives, and the seed
-# (trials differing only in seed are repeats of one configuration).
-NOT_A_DIFFERENCE = frozenset({"data_dir", "seed"})
+# Parameters that never make two trials different experiments: where the data lives, the seed and the
+# repeat index (trials differing only in them are repeats of one configuration).
+NOT_A_DIFFERENCE = frozenset({"data_dir", "seed", "repeat"})
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,12 @@ def trial_params(row: pd.Series) -> dict[str, object]:
     if isinstance(text, str) and text:
         return {k: plain(v) for k, v in json.loads(text).items()}
     return {k: plain(row[k]) for k in PARAMETER_NAMES if k in row.index}
+
+
+def configuration_key(row: pd.Series) -> str:
+    """A trial's parameters less what only tells its repeats apart: trials with one key are repeats of a point."""
+    params = {k: v for k, v in trial_params(row).items() if k not in NOT_A_DIFFERENCE}
+    return json.dumps(params, sort_keys=True, default=str)
 
 
 @dataclass
@@ -121,6 +127,16 @@ def varying_columns(groups: list[Group]) -> list[str]:
     """Key columns whose values differ between the groups: the ones worth naming in a group's label."""
     columns = sorted({c for g in groups for c in g.key})
     return [c for c in columns if len({str(g.key.get(c)) for g in groups}) > 1]
+
+
+def trial_labels(trials: pd.DataFrame) -> dict[str, str]:
+    """Each trial named by the parameters that differ between the trials (``micro_batch_per_worker=16 repeat=1``);
+    the trial id only where no parameter differs."""
+    params = {t: trial_params(row) for t, row in zip(trials["trial_id"], (r for _, r in trials.iterrows()))}
+    names = sorted({k for p in params.values() for k in p} - {"seed"})
+    varied = [k for k in names if len({json.dumps(p.get(k), default=str) for p in params.values()}) > 1]
+    short = {"micro_batch_per_worker": "mb", "global_batch": "gb", "num_workers": "n", "grad_accum_steps": "acc"}
+    return {t: " ".join(f"{short.get(k, k)}={p.get(k)}" for k in varied) or t for t, p in params.items()}
 
 
 def group_label(group: Group, columns: list[str]) -> str:

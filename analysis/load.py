@@ -35,6 +35,7 @@ OPTIONAL_TRIAL_COLUMNS = (
     "joules_per_sample",
     "sequence_parallel",
     "seed",
+    "repeat",
     "params_json",
     "peak_mem_gib",
     "data_wait_fraction",

@@ -1,13 +1,17 @@
 """The report's figures, drawn with matplotlib's Agg canvas (no display, no global pyplot state).
 
 Every figure takes one or more labelled sweeps (a comparison draws one series per sweep) and returns a
-``Figure`` or, when there is nothing to show, the reason it is not drawn.
+``Drawn`` (the figure and a caption written from what was drawn on it) or, when there is nothing to show,
+the reason it is not drawn. Value axes start at 0 (or the values are written on the bars); ratios that have
+an ideal (speedup, efficiency) sit on linear axes, where the ideal is a straight line; series are named by
+the parameters that differ between them, never by trial ids.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +20,7 @@ from matplotlib.figure import Figure
 
 from analysis.batch import KNEE_FRACTION
 from analysis.compute import SweepAnalysis
-from analysis.groups import group_label, varying_columns
+from analysis.groups import group_label, trial_labels, varying_columns
 
 MAX_PANELS = 6  # overhead panels, one per batch group; more would be unreadable
 MAX_EPOCH_SERIES = 12  # per-epoch lines beyond this are unreadable; the tables hold every trial
@@ -26,6 +30,13 @@ MAX_EPOCH_SERIES = 12  # per-epoch lines beyond this are unreadable; the tables 
 class Plots:
     made: dict[str, Path]  # plot name -> PNG file
     skipped: dict[str, str]  # plot name -> why
+    captions: dict[str, str] = field(default_factory=dict)  # plot name -> what its figure shows
+
+
+@dataclass
+class Drawn:
+    figure: Figure
+    caption: str
 
 
 @dataclass
@@ -71,63 +82,62 @@ def trials_and_medians(axes, rows, metric: str, style: str, label: str, scale: f
     return line
 
 
-def speedup_figure(series: list[Series]) -> Figure | str:
-    drawn = [(s, r) for s in series for r in s.analysis.strong]
+def linear_workers_axis(axes, values) -> None:
+    """Worker counts on a linear axis from 0, ticked at the measured values: an ideal p is a straight line."""
+    ticks = sorted({float(v) for v in values})
+    axes.set_xticks(ticks, [f"{v:g}" for v in ticks])
+    axes.set_xlim(0, max(ticks) * 1.08)
+
+
+SCALING_LABELS = {
+    "strong": ("speedup R(n) / R(base)  [×]", "Strong scaling: speedup", "Amdahl fit", "speedup"),
+    "weak": ("scaled speedup R(n) / R(base)  [×]", "Weak scaling: scaled speedup", "Gustafson fit", "scaled speedup"),
+}
+
+
+def scaling_figure(series: list[Series], kind: str) -> Drawn | str:
+    """Strong or weak scaling, one piece: R(n) / R(base) (left) and efficiency (right) against the workers."""
+    drawn = [(s, r) for s in series for r in getattr(s.analysis, kind)]
     if not drawn:
-        return "no strong-scaling group (data_scaling=fixed) with two or more worker counts"
-    figure, (speedup, efficiency) = new_figure(2)
+        return f"no {kind}-scaling group with two or more worker counts"
+    ylabel, title, fit_name, ratio_name = SCALING_LABELS[kind]
+    figure, (ratio, efficiency) = new_figure(2)
     workers = [w for _, r in drawn for w in r.rows["num_workers"]]
+    fitted = False
     for s in series:
-        names = labels(s.analysis.strong)
-        for result in s.analysis.strong:
-            line = trials_and_medians(speedup, result.rows, "speedup", "o-", s.name(names[result.group.id]))
-            trials_and_medians(
-                efficiency, result.rows, "efficiency", "o-", s.name(names[result.group.id]), 100, line.get_color()
-            )
-            if result.amdahl:
-                grid = np.geomspace(result.base_workers, max(workers), 100)
-                f = result.amdahl.serial_fraction
-                model = (f + (1 - f) / result.base_workers) / (f + (1 - f) / grid)
-                speedup.plot(grid, model, "-", color=line.get_color(), alpha=0.5, linewidth=3)
+        names = labels(getattr(s.analysis, kind))
+        for result in getattr(s.analysis, kind):
+            label = s.name(names[result.group.id])
+            line = trials_and_medians(ratio, result.rows, result.ratio, "o-", label)
+            trials_and_medians(efficiency, result.rows, "efficiency", "o-", label, 100, line.get_color())
+            grid = np.linspace(result.base_workers, max(workers), 100)
+            model = result.fitted_ratio(grid)
+            if model is not None:
+                fitted = True
+                ratio.plot(grid, model, "-", color=line.get_color(), alpha=0.5, linewidth=3)
     base = min(r.base_workers for _, r in drawn)
-    grid = np.geomspace(base, max(workers), 100)
-    speedup.plot(grid, grid / base, "k:", label="ideal (linear) speedup")
-    if any(r.amdahl for _, r in drawn):
-        speedup.plot([], [], "k-", alpha=0.5, linewidth=3, label="Amdahl fit")
+    ratio.plot([0, max(workers)], [0, max(workers) / base], "k:", label="ideal: p = n / base")
+    if fitted:
+        ratio.plot([], [], "k-", alpha=0.5, linewidth=3, label=fit_name)
     efficiency.axhline(100, color="k", linestyle=":", label="ideal (100%)")
     top = max(110.0, float(max(r.rows["efficiency"].max() for _, r in drawn)) * 105)
-    speedup.set(ylabel="speedup R(n) / R(base)  [×]", title="Strong scaling: speedup (timed work)")
-    efficiency.set(ylabel="parallel efficiency  [%]", title="Strong scaling: efficiency", ylim=(0, top))
-    for axes in (speedup, efficiency):
-        log2_axis(axes, workers)
+    ratio.set(ylabel=ylabel, title=f"{title} (timed work)", ylim=(0, None))
+    efficiency.set(ylabel="parallel efficiency  [%]", title=f"{title.split(':')[0]}: efficiency", ylim=(0, top))
+    for axes in (ratio, efficiency):
+        linear_workers_axis(axes, workers)
         axes.set_xlabel("workers (data-parallel ranks)")
         axes.legend(fontsize="small")
-    return figure
-
-
-def efficiency_figure(series: list[Series]) -> Figure | str:
-    drawn = [(s, r) for s in series for r in s.analysis.weak]
-    if not drawn:
-        return "no weak-scaling group with two or more worker counts (strong-scaling efficiency is in `speedup`)"
-    figure, (axes,) = new_figure()
-    for s in series:
-        names = labels(s.analysis.weak)
-        for result in s.analysis.weak:
-            trials_and_medians(axes, result.rows, "efficiency", "s--", s.name(f"weak {names[result.group.id]}"), 100)
-    axes.axhline(100, color="k", linestyle=":", label="ideal (100%)")
-    top = max(110.0, float(max(r.rows["efficiency"].max() for _, r in drawn)) * 105)
-    axes.set(
-        xlabel="workers (data-parallel ranks)",
-        ylabel="parallel efficiency  [%]",
-        title="Weak scaling: efficiency (timed work)",
-        ylim=(0, top),
+    repeats = max(r.rows.groupby("num_workers").size().max() for _, r in drawn)
+    caption = (
+        f"{title.split(':')[0]} from timed work: {ratio_name} R(n) / R(base) (left) and efficiency (right) against "
+        "the workers, linear axes from 0; dotted: ideal (a straight line)"
+        + (f"; thick: {fit_name}" if fitted else f"; no {fit_name} drawn (fewer than 3 worker counts)")
+        + (f"; lines through medians, faint markers: each of up to {repeats} repeats" if repeats > 1 else "")
     )
-    log2_axis(axes, [w for _, r in drawn for w in r.rows["num_workers"]])
-    axes.legend(fontsize="small")
-    return figure
+    return Drawn(figure, caption)
 
 
-def weak_throughput_figure(series: list[Series]) -> Figure | str:
+def weak_throughput_figure(series: list[Series]) -> Drawn | str:
     drawn = [(s, r) for s in series for r in s.analysis.weak]
     if not drawn:
         return "no weak-scaling group with two or more worker counts"
@@ -145,12 +155,16 @@ def weak_throughput_figure(series: list[Series]) -> Figure | str:
         title="Weak scaling: throughput per worker",
         ylim=(0, None),
     )
-    log2_axis(axes, [w for _, r in drawn for w in r.rows["num_workers"]])
+    linear_workers_axis(axes, [w for _, r in drawn for w in r.rows["num_workers"]])
     axes.legend(fontsize="small")
-    return figure
+    return Drawn(
+        figure,
+        "Weak scaling: throughput per worker against the workers (axes from 0); dotted: the base's throughput "
+        "per worker, which ideal weak scaling keeps; faint markers: single trials",
+    )
 
 
-def throughput_figure(series: list[Series]) -> Figure | str:
+def throughput_figure(series: list[Series]) -> Drawn | str:
     drawn = [r for s in series for r in s.analysis.batch]
     if not drawn:
         return "no batch group with two or more micro batch sizes"
@@ -199,10 +213,17 @@ def throughput_figure(series: list[Series]) -> Figure | str:
     )
     log2_axis(axes, [v for r in drawn for v in r.points["micro_batch_per_worker"]])
     axes.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
-    return figure
+    repeats = int(max(r.points["trials"].max() for r in drawn))
+    caption = (
+        "Throughput per worker against the micro batch (log2 axis; throughput from 0): medians"
+        + (f", bars: range over {repeats} repeats" if repeats > 1 else " of single runs (no spread measured)")
+        + f"; star: knee (≥ {KNEE_FRACTION:.0%} of the best)"
+        + ("; dashed, right axis from 0: peak memory per rank" if has_memory else "")
+    )
+    return Drawn(figure, caption)
 
 
-def overhead_figure(series: list[Series]) -> Figure | str:
+def overhead_figure(series: list[Series]) -> Drawn | str:
     results = [
         (s, r)
         for s in series
@@ -212,25 +233,36 @@ def overhead_figure(series: list[Series]) -> Figure | str:
     if not results:
         return "no batch group has exposed communication or data wait above zero"
     figure, panels = new_figure(len(results))
+    shown: set[str] = set()
     for axes, (s, result) in zip(panels, results):
         points = result.points
         positions = np.arange(len(points))
         comm = (points["comm_exposed_ms"] / points["step_time_ms"]).fillna(0).clip(lower=0).to_numpy() * 100
         wait = points["data_wait_fraction"].fillna(0).to_numpy() * 100
-        axes.bar(positions, comm, label="exposed communication (comm_exposed_ms / step)")
-        axes.bar(positions, wait, bottom=comm, label="waiting for data (data_wait_fraction)")
+        bottom = np.zeros(len(points))
+        for name, values in (("exposed communication", comm), ("waiting for data", wait)):
+            if (values > 0).any():  # a series with nothing to draw gets no bar and no legend entry
+                axes.bar(positions, values, bottom=bottom, label=name)
+                bottom = bottom + values
+                shown.add(name)
+        axes.bar_label(axes.containers[-1], labels=[f"{v:.2g}%" for v in bottom], fontsize="small")
         axes.set_xticks(positions, [f"{b:g}" for b in points["micro_batch_per_worker"]])
         axes.set(
             xlabel="micro batch per worker  [samples]",
             ylabel="share of step time  [%]",
             title=s.name(labels(s.analysis.batch)[result.group.id]),
-            ylim=(0, max(1e-3, (comm + wait).max()) * 1.2),
+            ylim=(0, 100),
         )
         axes.legend(fontsize="small")
-    return figure
+    caption = (
+        "Share of the step time spent on "
+        + " and ".join(sorted(shown))
+        + " against the micro batch (stacked, on the whole 0–100% axis; each bar's total written above it)"
+    )
+    return Drawn(figure, caption)
 
 
-def accuracy_figure(series: list[Series]) -> Figure | str:
+def accuracy_figure(series: list[Series]) -> Drawn | str:
     results = [(s, r) for s in series for r in s.analysis.batch if r.points["val_accuracy"].notna().sum() >= 2]
     if not results:
         return "no batch group has validation accuracy at two or more batch sizes"
@@ -240,16 +272,20 @@ def accuracy_figure(series: list[Series]) -> Figure | str:
         points = result.points
         accuracy.plot(points["micro_batch_per_worker"], points["val_accuracy"] * 100, "o-", label=name)
         loss.plot(points["micro_batch_per_worker"], points["final_loss"], "o-", label=name)
-    accuracy.set(ylabel="validation accuracy  [%]", title="Accuracy vs batch size")
-    loss.set(ylabel="final training loss  [cross-entropy, nats]", title="Loss vs batch size")
+    accuracy.set(ylabel="validation accuracy  [%]", title="Accuracy vs batch size", ylim=(0, 100))
+    loss.set(ylabel="final training loss  [cross-entropy, nats]", title="Loss vs batch size", ylim=(0, None))
     for axes in (accuracy, loss):
         log2_axis(axes, [v for _, r in results for v in r.points["micro_batch_per_worker"]])
         axes.set_xlabel("micro batch per worker  [samples]")
         axes.legend(fontsize="small")
-    return figure
+    return Drawn(
+        figure,
+        "Validation accuracy (left, 0–100%) and final training loss (right, from 0) against the micro batch "
+        "(log2 axis); medians over repeats",
+    )
 
 
-def joules_figure(series: list[Series]) -> Figure | str:
+def joules_figure(series: list[Series]) -> Drawn | str:
     results = [(s, r) for s in series for r in s.analysis.batch if r.points["joules_per_sample"].notna().any()]
     if not results:
         return "no batch group has joules_per_sample (NVML energy; null on CPUs)"
@@ -269,32 +305,44 @@ def joules_figure(series: list[Series]) -> Figure | str:
     )
     log2_axis(axes, [v for _, r in results for v in r.points["micro_batch_per_worker"]])
     axes.legend(fontsize="small")
-    return figure
+    return Drawn(
+        figure, "Energy per trained sample (NVML, timed window; from 0) against the micro batch (log2 axis); medians"
+    )
 
 
-def time_to_accuracy_figure(series: list[Series]) -> Figure | str:
-    bars = [
-        (s.name(f"{t} (n={w:g}, mb={b:g})"), seconds)
-        for s in series
-        if s.analysis.target is not None
-        for t, w, b, seconds in s.analysis.per_trial.dropna(subset=["time_to_accuracy_s"])[
-            ["trial_id", "num_workers", "micro_batch_per_worker", "time_to_accuracy_s"]
-        ].itertuples(index=False)
-    ]
-    if not bars:
+def time_to_accuracy_figure(series: list[Series]) -> Drawn | str:
+    """One panel per sweep with a target: a bar per trial, named by the parameters that differ."""
+    panels = []
+    for s in series:
+        if s.analysis.target is None:
+            continue
+        reached = s.analysis.per_trial.dropna(subset=["time_to_accuracy_s"]).sort_values("time_to_accuracy_s")
+        if not reached.empty:
+            names = trial_labels(s.analysis.data.trials)
+            panels.append((s, [(names[t], v) for t, v in zip(reached["trial_id"], reached["time_to_accuracy_s"])]))
+    if not panels:
         return "no trial reached a target accuracy (or the sweep has no validation accuracy)"
-    bars.sort(key=lambda bar: bar[1])
-    figure = Figure(figsize=(8, 2 + 0.3 * len(bars)), layout="constrained")
+    rows = max(len(bars) for _, bars in panels)
+    figure = Figure(figsize=(8 * len(panels), 1.5 + 0.3 * rows), layout="constrained")
     FigureCanvasAgg(figure)
-    axes = figure.subplots()
-    axes.barh([name for name, _ in bars], [seconds for _, seconds in bars])
-    axes.invert_yaxis()
-    targets = ", ".join(f"{s.analysis.target:.1%}" for s in series if s.analysis.target is not None)
-    axes.set(xlabel="training time to the target  [s]", ylabel="trial", title=f"Time to {targets} validation accuracy")
-    return figure
+    for axes, (s, bars) in zip(np.atleast_1d(figure.subplots(1, len(panels))), panels):
+        axes.barh([name for name, _ in bars], [seconds for _, seconds in bars])
+        axes.invert_yaxis()
+        axes.set(xlabel="training time to the target  [s]", title=s.name(f"to {s.analysis.target:.1%} accuracy"))
+        axes.tick_params(axis="y", labelsize="small")
+    return Drawn(
+        figure,
+        "Training time to the target validation accuracy, one bar per trial that reached it (from 0)"
+        + ("; one panel per sweep, each with its own target" if len(panels) > 1 else ""),
+    )
 
 
-def epochs_figure(series: list[Series]) -> Figure | str:
+def natural_text(text: str) -> tuple:
+    """``mb=16`` before ``mb=128``: the digits of a label compared as numbers."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def epochs_figure(series: list[Series]) -> Drawn | str:
     epochs = [
         (s, trial, part.sort_values("epoch"))
         for s in series
@@ -302,25 +350,38 @@ def epochs_figure(series: list[Series]) -> Figure | str:
     ]
     if not epochs:
         return "the epochs table has no rows for the completed trials"
+    names = {id(s): trial_labels(s.analysis.data.trials) for s in series}
+    epochs.sort(key=lambda e: (e[0].label, natural_text(names[id(e[0])].get(e[1], e[1]))))
     figure, (loss, accuracy) = new_figure(2)
     for s, trial, part in epochs[:MAX_EPOCH_SERIES]:
-        loss.plot(part["epoch"], part["train_loss"], "o-", label=s.name(trial))
+        label = s.name(names[id(s)].get(trial, trial))
+        loss.plot(part["epoch"], part["train_loss"], "o-", label=label)
         if part["val_accuracy"].notna().any():
-            accuracy.plot(part["epoch"], part["val_accuracy"] * 100, "o-", label=s.name(trial))
-    loss.set(xlabel="epoch", ylabel="training loss  [cross-entropy, nats]", title="Training loss per epoch")
-    accuracy.set(xlabel="epoch", ylabel="validation accuracy  [%]", title="Validation accuracy per epoch")
+            accuracy.plot(part["epoch"], part["val_accuracy"] * 100, "o-", label=label)
+    loss.set(
+        xlabel="epoch", ylabel="training loss  [cross-entropy, nats]", title="Training loss per epoch", ylim=(0, None)
+    )
+    accuracy.set(
+        xlabel="epoch", ylabel="validation accuracy  [%]", title="Validation accuracy per epoch", ylim=(0, 100)
+    )
     for axes in (loss, accuracy):
         axes.xaxis.get_major_locator().set_params(integer=True)
         if axes.lines:
             axes.legend(fontsize="x-small")
         else:
             axes.text(0.5, 0.5, "no validation accuracy recorded", ha="center", transform=axes.transAxes)
-    return figure
+    shown = min(len(epochs), MAX_EPOCH_SERIES)
+    more = f" ({shown} of {len(epochs)} trials drawn; the tables hold all)" if shown < len(epochs) else ""
+    return Drawn(
+        figure,
+        f"Training loss (from 0) and validation accuracy (0–100%) per epoch of every trial{more}; lines named by "
+        "the parameters that differ between the trials",
+    )
 
 
-FIGURES: dict[str, Callable[[list[Series]], Figure | str]] = {
-    "speedup": speedup_figure,
-    "efficiency": efficiency_figure,
+FIGURES: dict[str, Callable[[list[Series]], Drawn | str]] = {
+    "speedup": lambda series: scaling_figure(series, "strong"),
+    "efficiency": lambda series: scaling_figure(series, "weak"),
     "weak_throughput": weak_throughput_figure,
     "batch_throughput": throughput_figure,
     "batch_overheads": overhead_figure,
@@ -330,7 +391,7 @@ FIGURES: dict[str, Callable[[list[Series]], Figure | str]] = {
     "epochs": epochs_figure,
 }
 # The headline plot for each kind of sweep, in the order a sweep is taken to be of that kind.
-HEADLINES = ("speedup", "weak_throughput", "batch_throughput", "epochs")
+HEADLINES = ("speedup", "efficiency", "batch_throughput", "epochs")
 
 
 def make_plots(series: SweepAnalysis | list[Series], out_dir: Path) -> Plots:
@@ -338,12 +399,13 @@ def make_plots(series: SweepAnalysis | list[Series], out_dir: Path) -> Plots:
         series = [Series("", series)]
     plots = Plots({}, {})
     for name, draw in FIGURES.items():
-        figure = draw(series)
+        drawn = draw(series)
         path = out_dir / f"{name}.png"
-        if isinstance(figure, str):
-            plots.skipped[name] = figure
+        if isinstance(drawn, str):
+            plots.skipped[name] = drawn
             path.unlink(missing_ok=True)  # a figure from an earlier run would contradict this report
             continue
-        figure.savefig(path, dpi=100)
+        drawn.figure.savefig(path, dpi=100)
         plots.made[name] = path
+        plots.captions[name] = drawn.caption
     return plots

@@ -46,6 +46,29 @@ class Image:
 
 Block = Heading | Paragraph | Bullets | Table | Image
 
+# A table wider than this many columns is split into tables of its first column and the next ones, so that
+# no table is wider than a 1280 px screen and the page never scrolls sideways.
+MAX_COLUMNS = 7
+
+
+def split_wide(table: Table, limit: int = MAX_COLUMNS) -> list[Table]:
+    """``table`` as one or more tables of at most ``limit`` columns, each led by the first (the row's key)."""
+    if len(table.columns) <= limit:
+        return [table]
+    rest = list(range(1, len(table.columns)))
+    step = limit - 1
+    return [
+        Table(
+            [table.columns[0], *(table.columns[i] for i in part)],
+            [[row[0], *(row[i] for i in part)] for row in table.rows],
+        )
+        for part in (rest[k : k + step] for k in range(0, len(rest), step))
+    ]
+
+
+def narrow(blocks: list[Block]) -> list[Block]:
+    return [part for block in blocks for part in (split_wide(block) if isinstance(block, Table) else [block])]
+
 
 def cell(value: object) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
@@ -57,7 +80,7 @@ def cell(value: object) -> str:
 
 def render_markdown(blocks: list[Block]) -> str:
     out = []
-    for block in blocks:
+    for block in narrow(blocks):
         if isinstance(block, Heading):
             out.append(f"{'#' * block.level} {block.text}")
         elif isinstance(block, Paragraph):
@@ -78,10 +101,19 @@ def inline_html(text: str) -> str:
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
 
 
+NUMBER = re.compile(r"[-+]?[\d.,]+(e[-+]?\d+)?\s?[%×]?|—")
+
+
+def table_cell(text: str) -> str:
+    """Numbers align right, so their digits line up; words align left, as they are read."""
+    kind = "" if NUMBER.fullmatch(text) else ' class="text"'
+    return f"<td{kind}>{html.escape(text)}</td>"
+
+
 def render_html(blocks: list[Block], title: str) -> str:
     """One file that opens anywhere: images are embedded as base64 data URIs."""
     out = []
-    for block in blocks:
+    for block in narrow(blocks):
         if isinstance(block, Heading):
             out.append(f"<h{block.level}>{inline_html(block.text)}</h{block.level}>")
         elif isinstance(block, Paragraph):
@@ -90,9 +122,8 @@ def render_html(blocks: list[Block], title: str) -> str:
             out.append("<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in block.items) + "</ul>")
         elif isinstance(block, Table):
             head = "".join(f"<th>{html.escape(c)}</th>" for c in block.columns)
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)
-            # A wide table scrolls inside its own box, so the page itself never scrolls sideways.
-            out.append(f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
+            body = "".join("<tr>" + "".join(table_cell(c) for c in row) + "</tr>" for row in block.rows)
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         else:
             data = base64.b64encode(block.path.read_bytes()).decode("ascii")
             out.append(
@@ -103,8 +134,8 @@ def render_html(blocks: list[Block], title: str) -> str:
         "*{box-sizing:border-box}"
         "body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;line-height:1.4}"
         "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}"
-        "th,td{border:1px solid #ccc;padding:0.25em 0.6em;text-align:right}th{background:#f3f3f3}"
-        ".scroll{overflow-x:auto;max-width:100%}code{overflow-wrap:anywhere}p,li{overflow-wrap:anywhere}"
+        "th,td{border:1px solid #ccc;padding:0.25em 0.6em;text-align:right;overflow-wrap:anywhere}"
+        "th{background:#f3f3f3}td.text,th{text-align:left}table{max-width:100%}code{overflow-wrap:anywhere}p,li{overflow-wrap:anywhere}"
         "img{max-width:100%;height:auto}figcaption{font-style:italic;color:#555}"
         "code{background:#f3f3f3;padding:0 0.2em}"
     )

@@ -8,35 +8,24 @@ import pandas as pd
 
 from analysis.batch import KNEE_FRACTION
 from analysis.compute import SweepAnalysis
-from analysis.findings import headlines, left_out_sentence
+from analysis.evidence import RULE
+from analysis.findings import answer, headlines, left_out_sentence
 from analysis.groups import COMPARISONS
 from analysis.paper import paper_beside_us
 from analysis.plots import HEADLINES, Plots
 from analysis.prediction_section import prediction_section
 from analysis.render import Block, Bullets, Heading, Image, Paragraph, Table
+from analysis.scaling import MIN_FIT_WORKER_COUNTS, ScalingResult
+from analysis.setup import measured_setup
 
 TOP_ROWS = 15  # longer per-trial tables are cut here; scaling.parquet has every row
-
-CAPTIONS = {
-    "speedup": "Strong scaling from timed work: speedup (left; dotted: ideal linear, thick: Amdahl fit) and "
-    "efficiency S·base/n (right; dotted: ideal 100%) vs workers; faint markers: single trials",
-    "efficiency": "Weak-scaling efficiency (scaled speedup / p) vs workers; dotted: ideal 100%",
-    "weak_throughput": "Weak scaling: throughput per worker vs workers",
-    "batch_throughput": "Throughput per worker (left axis, line; bars: range over repeats) and peak memory "
-    "(right axis, dashed) vs micro batch; star: knee",
-    "batch_overheads": "Exposed communication and data wait as shares of the step, vs micro batch",
-    "batch_accuracy": "Validation accuracy and final training loss vs micro batch",
-    "joules_per_sample": "Energy per trained sample (NVML, timed window) vs micro batch",
-    "time_to_accuracy": "Training time to the target validation accuracy, per trial",
-    "epochs": "Per-epoch training loss and validation accuracy of every trial",
-}
 
 
 def build_report(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     blocks: list[Block] = [Heading(f"Sweep {analysis.data.name}: scaling and batch-size report", 1)]
     blocks += summary_section(analysis, plots)
-    blocks += strong_section(analysis, plots)
-    blocks += weak_section(analysis, plots)
+    blocks += scaling_section(analysis.strong, plots)
+    blocks += scaling_section(analysis.weak, plots)
     blocks += batch_section(analysis, plots)
     blocks += comm_section(analysis, plots)
     blocks += prediction_section(analysis)
@@ -60,14 +49,19 @@ def build_report(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
 
 
 def summary_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
-    """The answer first: the question, the headline plot and the findings with their spread."""
-    blocks: list[Block] = [Heading("Summary")]
+    """The answer first, in one sentence; then what was measured; then the findings, the rule they pass and
+    the headline plot."""
+    setup = measured_setup(analysis.data)
+    blocks: list[Block] = []
     if analysis.data.question:
         blocks.append(Paragraph(f"**Question:** {analysis.data.question}"))
-    blocks.append(Paragraph(left_out_sentence(analysis)))
-    headline = headline_plot(plots)
-    if headline:
-        blocks += images(plots, headline)
+    blocks += [
+        Paragraph(f"**Answer:** {answer(analysis)}"),
+        Table(["what was measured", ""], [[f.name, f.value] for f in setup.facts]),
+    ]
+    if setup.missing:
+        blocks.append(Paragraph("Not recorded by this sweep: " + "; ".join(setup.missing) + "."))
+    blocks += [Heading("Summary"), Paragraph(left_out_sentence(analysis))]
     if not analysis.comparable:
         blocks.append(
             Paragraph(
@@ -75,8 +69,14 @@ def summary_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
                 "that differ only in `num_workers` (scaling) or `micro_batch_per_worker` (batch size)."
             )
         )
-    blocks += [Bullets(headlines(analysis) or ["No finding: the figures below hold no difference worth naming."])]
-    paper = paper_beside_us(analysis)
+    blocks += [
+        Bullets(headlines(analysis) or ["No finding: the figures below hold no difference worth naming."]),
+        Paragraph(f"**Rule:** {RULE}."),
+    ]
+    headline = headline_plot(plots)
+    if headline:
+        blocks += images(plots, headline)
+    paper = paper_beside_us(analysis, setup)
     if paper:
         blocks += [
             Paragraph(
@@ -89,7 +89,7 @@ def summary_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
 
 
 def images(plots: Plots, *names: str) -> list[Block]:
-    return [Image(plots.made[n], CAPTIONS[n]) for n in names if n in plots.made]
+    return [Image(plots.made[n], plots.captions[n]) for n in names if n in plots.made]
 
 
 def headline_plot(plots: Plots) -> str | None:
@@ -119,115 +119,73 @@ def cut(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Block]]:
     return frame.head(TOP_ROWS), [Paragraph(f"First {TOP_ROWS} of {len(frame)} rows; all are in `scaling.parquet`.")]
 
 
-def strong_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
-    if not analysis.strong:
+SCALING_TEXT = {
+    "strong": (
+        "Strong scaling (fixed total samples)",
+        "Speedup S = R(n) / R(base) of the timed rates R = `timed_samples` / `timed_s` (warm-up steps excluded; "
+        "`warmup_s` is shown beside, never inside); efficiency E = S · base / n; Karp–Flatt e = (1/S − 1/p) / "
+        "(1 − 1/p) at p = n / base; the Amdahl fit needs three or more worker counts.",
+    ),
+    "weak": (
+        "Weak scaling (samples per worker fixed)",
+        "Scaled speedup = R(n) / R(base) of the timed rates; efficiency = scaled speedup / p; Gustafson "
+        "S = p − α (p − 1) fitted by least squares in α (three or more worker counts).",
+    ),
+}
+SCALING_COLUMNS = {
+    "strong": ["speedup", "efficiency", "karp_flatt"],
+    "weak": ["efficiency", "throughput_per_worker", "scaled_speedup", "gustafson_speedup"],
+}
+SCALING_FIGURES = {"strong": ("speedup",), "weak": ("efficiency", "weak_throughput")}
+
+
+def fit_cells(result: ScalingResult) -> list[str]:
+    if result.amdahl:
+        fit = result.amdahl
+        return [
+            "Amdahl",
+            f"f = {fit.serial_fraction:.4f}, T(1) = {fit.t1_s:.4g} s",
+            f"{fit.rms_residual_s:.3g} s",
+            str(fit.degrees_of_freedom),
+            f"{fit.max_speedup:.3g}×" if fit.max_speedup else "∞",
+        ]
+    if result.gustafson:
+        fit = result.gustafson
+        return ["Gustafson", f"α = {fit.alpha:.4f}", f"{fit.rms_residual:.3g}", str(fit.degrees_of_freedom), "—"]
+    return [f"no fit (< {MIN_FIT_WORKER_COUNTS} worker counts)", "—", "—", "—", "—"]
+
+
+def scaling_section(results: list[ScalingResult], plots: Plots) -> list[Block]:
+    """Strong or weak scaling, one piece: the definitions, the fits, the verdicts and the per-trial rows."""
+    if not results:
         return []
-    blocks: list[Block] = [
-        Heading("Strong scaling (fixed total samples)"),
-        Paragraph(
-            "Speedup S = R(n) / R(base) of the timed rates R = `timed_samples` / `timed_s` (warm-up steps excluded; "
-            "`warmup_s` is shown beside, never inside); efficiency E = S · base / n; Karp–Flatt e = (1/S − 1/p) / "
-            "(1 − 1/p) at p = n / base; the Amdahl fit needs three or more worker counts."
-        ),
-    ]
-    for result in analysis.strong:
+    kind = results[0].kind
+    title, definitions = SCALING_TEXT[kind]
+    blocks: list[Block] = [Heading(title), Paragraph(definitions)]
+    for result in results:
         if not result.base_is_one:
             blocks.append(
                 Paragraph(
                     f"Group {result.group.id} has no 1-worker trial: the base is {result.base_workers} workers, so "
-                    "speedup, efficiency and Karp–Flatt are relative to it (p = n / base)."
+                    "the ratios and efficiency are relative to it (p = n / base)."
                 )
             )
-    fits = [
-        [r.group.id, str(r.base_workers), str(r.worker_counts)]
-        + (
-            [
-                f"{r.amdahl.serial_fraction:.4f}",
-                f"{r.amdahl.t1_s:.4g}",
-                f"{r.amdahl.rms_residual_s:.3g}",
-                str(r.amdahl.degrees_of_freedom),
-                f"{r.amdahl.max_speedup:.3g}×" if r.amdahl.max_speedup else "∞",
-            ]
-            if r.amdahl
-            else ["no fit (< 3 worker counts)", "—", "—", "—", "—"]
-        )
-        for r in analysis.strong
-    ]
     blocks.append(
         Table(
-            [
-                "group",
-                "base workers",
-                "worker counts",
-                "Amdahl f",
-                "fitted T(1) [s]",
-                "RMS residual [s]",
-                "dof",
-                "max speedup 1/f",
-            ],
-            fits,
+            ["group", "base workers", "worker counts", "fit", "parameters", "RMS residual", "dof", "bound", "rule"],
+            [[r.group.id, str(r.base_workers), str(r.worker_counts), *fit_cells(r), rule_cell(r)] for r in results],
         )
     )
-    rows = pd.concat([r.rows.assign(group=r.group.id) for r in analysis.strong], ignore_index=True)
-    rows = rows[
-        [
-            "group",
-            "trial_id",
-            "num_workers",
-            "timed_s",
-            "warmup_s",
-            "timed_source",
-            "speedup",
-            "efficiency",
-            "karp_flatt",
-        ]
-    ]
+    rows = pd.concat([r.rows.assign(group=r.group.id) for r in results], ignore_index=True)
+    rows = rows[["group", "trial_id", "num_workers", "timed_s", "warmup_s", *SCALING_COLUMNS[kind]]]
     rows, note = cut(rows)
-    blocks += [rounded(rows, ("efficiency",)), *note, *detail_images(plots, "speedup")]
-    return blocks
+    return blocks + [rounded(rows, ("efficiency",)), *note, *detail_images(plots, *SCALING_FIGURES[kind])]
 
 
-def weak_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
-    if not analysis.weak:
-        return []
-    blocks: list[Block] = [
-        Heading("Weak scaling (samples per worker fixed)"),
-        Paragraph(
-            "Scaled speedup = R(n) / R(base) of the timed rates; efficiency = scaled speedup / p; Gustafson "
-            "S = p − α (p − 1) fitted by least squares in α (three or more worker counts)."
-        ),
-    ]
-    blocks.append(
-        Table(
-            ["group", "base workers", "worker counts", "Gustafson α", "RMS residual", "dof"],
-            [
-                [r.group.id, str(r.base_workers), str(r.worker_counts)]
-                + (
-                    [f"{r.gustafson.alpha:.4f}", f"{r.gustafson.rms_residual:.3g}", str(r.gustafson.degrees_of_freedom)]
-                    if r.gustafson
-                    else ["no fit", "—", "—"]
-                )
-                for r in analysis.weak
-            ],
-        )
-    )
-    rows = pd.concat([r.rows.assign(group=r.group.id) for r in analysis.weak], ignore_index=True)
-    rows = rows[
-        [
-            "group",
-            "trial_id",
-            "num_workers",
-            "timed_s",
-            "warmup_s",
-            "efficiency",
-            "throughput_per_worker",
-            "scaled_speedup",
-            "gustafson_speedup",
-        ]
-    ]
-    rows, note = cut(rows)
-    blocks += [rounded(rows, ("efficiency",)), *note]
-    return blocks + detail_images(plots, "efficiency", "weak_throughput")
+def rule_cell(result: ScalingResult) -> str:
+    verdict = result.faster() if result.kind == "strong" else result.per_worker_kept()
+    what = "faster than the base" if result.kind == "strong" else "less per worker than the base"
+    return f"{what}: {verdict.sentence()}"
 
 
 def batch_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:

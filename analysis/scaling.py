@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.evidence import Verdict, differ
 from analysis.groups import Group
 
 MIN_FIT_WORKER_COUNTS = 3  # a two-parameter curve through two worker counts is exact and shows nothing
@@ -39,11 +40,22 @@ class GustafsonFit:
 
 @dataclass
 class ScalingResult:
+    """One strong- or weak-scaling group: the rate ratio R(n) / R(base) per trial, its efficiency and fit."""
+
     group: Group
     base_workers: int
     rows: pd.DataFrame  # one row per trial: trial_id, num_workers, timed_s, timed_samples and the derived metrics
     amdahl: AmdahlFit | None = None  # strong scaling, with enough worker counts
     gustafson: GustafsonFit | None = None  # weak scaling, with enough worker counts
+
+    @property
+    def kind(self) -> str:
+        return self.group.comparison.kind
+
+    @property
+    def ratio(self) -> str:
+        """The column of R(n) / R(base): ``speedup`` (strong) or ``scaled_speedup`` (weak)."""
+        return RATIO_COLUMN[self.kind]
 
     @property
     def base_is_one(self) -> bool:
@@ -56,6 +68,20 @@ class ScalingResult:
     @property
     def gustafson_alpha(self) -> float | None:
         return self.gustafson.alpha if self.gustafson else None
+
+    @property
+    def has_fit(self) -> bool:
+        return (self.amdahl or self.gustafson) is not None
+
+    def fitted_ratio(self, workers: np.ndarray) -> np.ndarray | None:
+        """The fitted R(n) / R(base) at ``workers`` (Amdahl's speedup, Gustafson's line); None without a fit."""
+        p = np.asarray(workers, float) / self.base_workers
+        if self.amdahl is not None:
+            f = self.amdahl.serial_fraction
+            return (f + (1 - f) / self.base_workers) / (f + (1 - f) / (p * self.base_workers))
+        if self.gustafson is not None:
+            return p - self.gustafson.alpha * (p - 1)
+        return None
 
     def at_max_workers(self) -> pd.Series:
         """The median of each metric over the trials (repeats) with the largest worker count."""
@@ -70,6 +96,25 @@ class ScalingResult:
     @property
     def repeats_at_max(self) -> int:
         return int((self.rows["num_workers"] == self.rows["num_workers"].max()).sum())
+
+    def at(self, workers: int, metric: str) -> list[float]:
+        return self.rows.loc[self.rows["num_workers"] == workers, metric].astype(float).tolist()
+
+    def faster(self) -> Verdict:
+        """The rule on the timed rates: the largest worker count's repeats against the base's."""
+        return differ(
+            self.at(int(self.rows["num_workers"].max()), "timed_rate"), self.at(self.base_workers, "timed_rate")
+        )
+
+    def per_worker_kept(self) -> Verdict:
+        """The rule on the rate per worker: the base's repeats against the largest worker count's (a loss of
+        efficiency is established when every base repeat does more per worker)."""
+        top = int(self.rows["num_workers"].max())
+        base = [r / self.base_workers for r in self.at(self.base_workers, "timed_rate")]
+        return differ(base, [r / top for r in self.at(top, "timed_rate")])
+
+
+RATIO_COLUMN = {"strong": "speedup", "weak": "scaled_speedup"}
 
 
 def amdahl_fit(workers: np.ndarray, times: np.ndarray) -> AmdahlFit | None:
@@ -125,29 +170,25 @@ def timed_rows(trials: pd.DataFrame, group: Group) -> tuple[pd.DataFrame, int, f
     return rows.reset_index(drop=True), base, float(rows.loc[rows["num_workers"] == base, "timed_rate"].median())
 
 
-def strong_scaling(trials: pd.DataFrame, group: Group) -> ScalingResult:
-    """Speedup S = R(n)/R(base) of the timed rates R = timed samples / timed s, E = S * base / n, Karp–Flatt, Amdahl.
+def scaling_analysis(trials: pd.DataFrame, group: Group) -> ScalingResult:
+    """The ratio R(n) / R(base) of the timed rates R = timed samples / timed s at p = n / base, and E = ratio / p.
 
-    With a fixed number of samples, the rate ratio is the ratio of timed seconds T(base)/T(n); the
-    Amdahl fit runs on the timed seconds the group's median sample count takes at each trial's rate.
+    Strong scaling (a fixed job) calls the ratio speedup, adds Karp–Flatt and fits Amdahl to the timed
+    seconds the group's median sample count takes at each trial's rate (with a fixed number of samples the
+    rate ratio is T(base) / T(n)); weak scaling (the job grows with the workers) calls it the scaled speedup
+    and fits Gustafson's S = p - alpha (p - 1).
     """
     rows, base, base_rate = timed_rows(trials, group)
     relative = rows["num_workers"] / base
-    rows["speedup"] = rows["timed_rate"] / base_rate
-    rows["efficiency"] = rows["speedup"] / relative
-    rows["karp_flatt"] = [karp_flatt(s, p) for s, p in zip(rows["speedup"], relative)]
-    rows["karp_flatt"] = rows["karp_flatt"].astype(float)
-    samples = float(rows["timed_samples"].median())
-    fit = amdahl_fit(rows["num_workers"].to_numpy(), (samples / rows["timed_rate"]).to_numpy())
-    return ScalingResult(group, base, rows, amdahl=fit)
-
-
-def weak_scaling(trials: pd.DataFrame, group: Group) -> ScalingResult:
-    """Scaled speedup R(n)/R(base) at p = n / base; efficiency E = scaled speedup / p; Gustafson fit."""
-    rows, base, base_rate = timed_rows(trials, group)
-    relative = rows["num_workers"] / base
-    rows["scaled_speedup"] = rows["timed_rate"] / base_rate
-    rows["efficiency"] = rows["scaled_speedup"] / relative
-    fit = gustafson_fit(relative.to_numpy(), rows["scaled_speedup"].to_numpy())
-    rows["gustafson_speedup"] = relative - fit.alpha * (relative - 1) if fit is not None else np.nan
-    return ScalingResult(group, base, rows, gustafson=fit)
+    result = ScalingResult(group, base, rows)
+    rows[result.ratio] = rows["timed_rate"] / base_rate
+    rows["efficiency"] = rows[result.ratio] / relative
+    if result.kind == "strong":
+        rows["karp_flatt"] = [karp_flatt(s, p) for s, p in zip(rows["speedup"], relative)]
+        rows["karp_flatt"] = rows["karp_flatt"].astype(float)
+        samples = float(rows["timed_samples"].median())
+        result.amdahl = amdahl_fit(rows["num_workers"].to_numpy(), (samples / rows["timed_rate"]).to_numpy())
+    else:
+        result.gustafson = gustafson_fit(relative.to_numpy(), rows["scaled_speedup"].to_numpy())
+        rows["gustafson_speedup"] = result.fitted_ratio(rows["num_workers"].to_numpy()) if result.gustafson else np.nan
+    return result

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
+
+from analysis.evidence import Verdict, compare
+from analysis.groups import configuration_key
 
 STRAGGLER_COLUMNS = [
     "trial_id",
@@ -14,9 +19,6 @@ STRAGGLER_COLUMNS = [
     "others_wait_ms",
     "straggler_cost_fraction",
 ]
-
-
-RATIO_WORTH_NAMING = 1.05  # a slowest rank within 5% of the others is run-to-run noise, not a straggler
 
 
 def straggler_basis(ranks: pd.DataFrame) -> str:
@@ -59,3 +61,51 @@ def stragglers(trials: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
         if len(part) >= 2
     ]
     return pd.DataFrame(rows, columns=STRAGGLER_COLUMNS)
+
+
+@dataclass(frozen=True)
+class Straggler:
+    """The slowest rank of one configuration over its repeats, tested against the other ranks."""
+
+    trial_ids: tuple[str, ...]
+    rank: int
+    basis: str
+    ratio: float  # the rank's median over the other ranks' median (of ``basis``, all repeats)
+    others_wait_ms: float
+    cost_fraction: float
+    slowed: bool  # the configuration slows ranks on purpose (slow_ranks)
+    verdict: Verdict  # the rank's values against the other ranks' values
+
+
+def stragglers_by_configuration(trials: pd.DataFrame, ranks: pd.DataFrame, per_trial: pd.DataFrame) -> list[Straggler]:
+    """Per configuration of two or more ranks: the rank slowest in the median over its repeats."""
+    measured = ranks.dropna(subset=["step_time_ms"])
+    multi = trials[trials["trial_id"].isin(per_trial["trial_id"])]
+    if multi.empty:
+        return []
+    keys = multi.apply(configuration_key, axis=1)
+    found = []
+    for key in sorted(set(keys)):
+        part = multi[keys == key]
+        rows = measured[measured["trial_id"].isin(part["trial_id"])]
+        basis = straggler_basis(rows)
+        by_rank = rows.groupby("rank")[basis]
+        slowest = int(by_rank.median().idxmax())
+        mine = rows.loc[rows["rank"] == slowest, basis].astype(float)
+        others = rows.loc[rows["rank"] != slowest, basis].astype(float)
+        costs = per_trial.loc[
+            per_trial["trial_id"].isin(part["trial_id"]), ["others_wait_ms", "straggler_cost_fraction"]
+        ]
+        found.append(
+            Straggler(
+                tuple(part["trial_id"]),
+                slowest,
+                basis,
+                float(mine.median() / others.median()) if others.median() > 0 else float("nan"),
+                float(costs["others_wait_ms"].median()),
+                float(costs["straggler_cost_fraction"].median()),
+                bool((part["slow_ranks"].fillna("") != "").any()),
+                compare(mine.tolist(), others.tolist()),
+            )
+        )
+    return found

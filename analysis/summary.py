@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.compute import SweepAnalysis
+from analysis.evidence import RULE
 from analysis.findings import headlines
 from analysis.groups import plain
 from analysis.plots import Plots
 from analysis.scaling import AmdahlFit, ScalingResult
+from analysis.setup import measured_setup
 
 
 def build_summary(analysis: SweepAnalysis, plots: Plots) -> dict[str, Any]:
     data = analysis.data
+    setup = measured_setup(data)
     best_strong, best_batch = analysis.best_strong(), analysis.best_batch()
     reached = analysis.per_trial["time_to_accuracy_s"].notna()
     return {
@@ -21,7 +24,10 @@ def build_summary(analysis: SweepAnalysis, plots: Plots) -> dict[str, Any]:
         "completed_trials": len(data.trials),
         "left_out": data.left_out,
         "economy": data.manifest.get("economy"),  # sweep.json's: duty cycle and setup times (None without one)
+        "measured": {fact.name: fact.value for fact in setup.facts},
+        "not_recorded": setup.missing,
         "headlines": headlines(analysis),
+        "rule": RULE,
         "groups": [
             {
                 "id": g.id,

@@ -86,6 +86,7 @@ def run_sweep(
     num_samples: int | None = None,
     metric: str | None = None,
     mode: str | None = None,
+    repeats: int | None = None,
 ) -> SweepResult:
     """Run ``space`` (a bundled name, a YAML path, or a mapping with a space file's keys) and return its tables.
 
@@ -98,6 +99,8 @@ def run_sweep(
     before Ray starts; models, datasets and data files while the first trial's workers start (then Ray
     stops and nothing is left behind). ``search`` (grid, random, optuna), ``scheduler`` (asha, median),
     ``num_samples``, ``metric`` and ``mode`` replace the space's own (``--search`` ... on the CLI).
+    ``repeats`` runs every trial that many times (seeds ``seed`` .. ``seed + repeats - 1``; default: the
+    space's ``repeats``, else 1).
     """
     options = SweepOptions(
         results_dir=str(results_dir),
@@ -114,11 +117,14 @@ def run_sweep(
         find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None,
     )
     choices = SearchChoices(search, metric, mode, scheduler, num_samples)
-    return run_planned(options, resolve_space(space, overrides or {}, choices))
+    return run_planned(options, resolve_space(space, overrides or {}, choices, repeats))
 
 
 def resolve_space(
-    space: str | Path | Mapping[str, Any], overrides: Mapping[str, Any], choices: SearchChoices = NO_CHOICES
+    space: str | Path | Mapping[str, Any],
+    overrides: Mapping[str, Any],
+    choices: SearchChoices = NO_CHOICES,
+    repeats: int | None = None,
 ) -> SearchSpace:
     if isinstance(space, Mapping):
         loaded = space_from_mapping("space", dict(space), "space mapping")
@@ -126,7 +132,7 @@ def resolve_space(
         loaded = load_space(str(space))
     else:
         raise UsageError(f"space must be a bundled name, a .yaml path or a mapping, got {type(space).__name__}")
-    return loaded.with_overrides(dict(overrides)).with_search(choices)
+    return loaded.with_overrides(dict(overrides)).with_search(choices).with_repeats(repeats)
 
 
 def check_space(space: SearchSpace, options: SweepOptions) -> list[TrialParams]:

@@ -132,10 +132,15 @@ class BatchSearch:
         }
 
 
+# What a configuration's trials differ in: the micro batch the search moves, and what tells repeats apart.
+NOT_IN_CONFIGURATION = ("micro_batch_per_worker", "seed", "repeat")
+
+
 def configuration_key(params: TrialParams) -> str:
-    """The trial's parameters without its micro batch, as canonical JSON."""
+    """The trial's parameters without its micro batch and its repeat (seed and index), as canonical JSON."""
     values = params.to_dict()
-    del values["micro_batch_per_worker"]
+    for name in NOT_IN_CONFIGURATION:
+        del values[name]
     return json.dumps(values, sort_keys=True)
 
 
@@ -166,7 +171,7 @@ def search_plan(trials: list[TrialParams], limits: SearchLimits) -> list[str]:
     varied = [
         name
         for name in TrialParams.field_names()
-        if name != "micro_batch_per_worker" and len({str(getattr(t, name)) for t in trials}) > 1
+        if name not in NOT_IN_CONFIGURATION and len({str(getattr(t, name)) for t in trials}) > 1
     ]
     for number, group in enumerate(groups.values()):
         grid = sorted({t.micro_batch_per_worker for t in group})
@@ -229,7 +234,8 @@ def clip_to_edges(trials: list[TrialParams], rows: list[dict[str, Any]]) -> tupl
             continue
         grid = sorted({t.micro_batch_per_worker for t in group})
         clipped = [edge] if len(grid) == 1 else sorted({min(b, edge) for b in grid})
-        # The trials of a configuration differ only in their micro batch, each repeated num_samples times.
-        repeats = len(group) // len(grid)
-        kept += [dataclasses.replace(group[0], micro_batch_per_worker=b) for b in clipped for _ in range(repeats)]
+        # The trials of a configuration differ only in their micro batch and repeat (seed and index): each
+        # clipped batch runs once per copy of the grid's first, which carries every repeat (and num_samples).
+        copies = [t for t in group if t.micro_batch_per_worker == grid[0]]
+        kept += [dataclasses.replace(copy, micro_batch_per_worker=b) for b in clipped for copy in copies]
     return kept, notes

@@ -30,7 +30,7 @@ def plan_trials(
         trials.append(params)
     if not trials:
         raise UsageError(f"space {space.name} has no trial that fits this cluster ({capacity.describe()})")
-    return trials, notes
+    return trials, list(dict.fromkeys(notes))  # the repeats of a dropped point are one note
 
 
 def first_trial(space: SearchSpace, capacity: Capacity) -> TrialParams | None:

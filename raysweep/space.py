@@ -8,7 +8,8 @@ A space file::
       lr: {loguniform: [1.0e-4, 1.0e-2]}    # or a distribution, sampled num_samples times
     fixed:
       num_workers: 1
-    num_samples: 1                          # repeats of each grid point
+    num_samples: 1                          # samples of each grid point's distributions
+    repeats: 3                              # optional: runs of each trial (default 1), seeds seed..seed+2
     requires: gpu                           # optional: skipped, with a message, without GPUs
     drop_unfit: true                        # optional: drop trials bigger than the cluster
     metric: val_accuracy                    # optional, with mode, scheduler and search:
@@ -22,6 +23,7 @@ string) and never evaluated.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import re
@@ -37,7 +39,7 @@ from raysweep.search_config import SEARCH_KEYS, AxisKinds, SearchChoices, Search
 
 SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
 DISTRIBUTIONS = {"uniform": 2, "loguniform": 2, "randint": 2, "choice": 1}
-SPACE_KEYS = {"description", "axes", "fixed", "num_samples", "requires", "drop_unfit", *SEARCH_KEYS}
+SPACE_KEYS = {"description", "axes", "fixed", "num_samples", "repeats", "requires", "drop_unfit", *SEARCH_KEYS}
 
 
 @dataclass
@@ -50,6 +52,7 @@ class SearchSpace:
     requires: str = ""
     drop_unfit: bool = False
     search: SearchConfig = field(default_factory=SearchConfig)
+    repeats: int = 1
 
     def with_overrides(self, overrides: dict[str, Any]) -> SearchSpace:
         """``--set`` and the named flags: a value replaces the fixed value and any axis of that name."""
@@ -63,16 +66,7 @@ class SearchSpace:
             grid.update(axes)
             grids.append(grid)
         fixed = {**self.fixed, **{k: v for k, v in overrides.items() if k not in axes}}
-        return SearchSpace(
-            self.name,
-            self.description,
-            dedupe(grids),
-            fixed,
-            self.num_samples,
-            self.requires,
-            self.drop_unfit,
-            self.search,
-        )
+        return dataclasses.replace(self, grids=dedupe(grids), fixed=fixed)
 
     def with_search(self, choices: SearchChoices) -> SearchSpace:
         """The CLI's search flags (``run_sweep``'s keywords) in place of the space's own values."""
@@ -84,26 +78,42 @@ class SearchSpace:
             num_samples=self.num_samples if choices.num_samples is None else choices.num_samples,
         )
 
+    def with_repeats(self, repeats: int | None) -> SearchSpace:
+        """``--repeats N`` (``repeats=`` of ``run_sweep``): N runs of every trial; None keeps the space's own."""
+        if repeats is None:
+            return self
+        return dataclasses.replace(self, repeats=check_repeats(repeats, "--repeats"))
+
     def expand(self, seed: int = 0) -> list[TrialParams]:
-        """The trials known before the sweep starts, distributions sampled with a seeded generator.
+        """The trials known before the sweep starts, distributions sampled with a seeded generator, x ``repeats``.
 
         ``grid``: every grid point x ``num_samples``; ``random``: ``num_samples`` draws of every axis (a
         list is a uniform choice); ``optuna``: one draw per grid point, the template of its study's trials
         (its shape is what planning checks; Optuna picks the distribution axes as the sweep goes).
+
+        Repeat r of a trial is the same parameters with ``repeat=r`` and ``seed`` + r: another initialisation
+        and data order, so a difference between points is measured against run-to-run spread, not one draw.
+        The repeats run in rounds (every trial once, then again), so a drift in the machine's speed over the
+        sweep falls on every point alike rather than on the points that happen to run last.
         """
         rng = random.Random(seed)
         if self.search.search == "random":
-            return [self.draw(rng) for _ in range(self.num_samples)]
-        repeats = 1 if self.search.adaptive else self.num_samples
-        trials = []
-        for grid in self.grids:
-            names = list(grid)
-            values = [v if isinstance(v, list) else [v] for v in grid.values()]
-            for point in itertools.product(*values):
-                for _ in range(repeats):
-                    chosen = {n: sample(v, rng) if isinstance(v, dict) else v for n, v in zip(names, point)}
-                    trials.append(TrialParams.from_dict({**self.fixed, **chosen}))
-        return trials
+            trials = [self.draw(rng) for _ in range(self.num_samples)]
+        else:
+            trials = []
+            samples = 1 if self.search.adaptive else self.num_samples
+            for grid in self.grids:
+                names = list(grid)
+                values = [v if isinstance(v, list) else [v] for v in grid.values()]
+                for point in itertools.product(*values):
+                    for _ in range(samples):
+                        chosen = {n: sample(v, rng) if isinstance(v, dict) else v for n, v in zip(names, point)}
+                        trials.append(TrialParams.from_dict({**self.fixed, **chosen}))
+        return [
+            dataclasses.replace(trial, seed=trial.seed + repeat, repeat=repeat)
+            for repeat in range(self.repeats)
+            for trial in trials
+        ]
 
     def draw(self, rng: random.Random) -> TrialParams:
         """One trial of a random search: a grid at random, then every axis of it drawn."""
@@ -250,6 +260,7 @@ def space_from_mapping(name: str, doc: Any, where: str) -> SearchSpace:
     num_samples = doc.get("num_samples", 1)
     if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
         raise UsageError(f"{where}: num_samples must be a positive integer, got {num_samples!r}")
+    repeats = check_repeats(doc.get("repeats", 1), f"{where}: repeats")
     requires = doc.get("requires", "") or ""
     if requires not in ("", "gpu"):
         raise UsageError(f"{where}: requires must be 'gpu' or absent, got {requires!r}")
@@ -262,7 +273,14 @@ def space_from_mapping(name: str, doc: Any, where: str) -> SearchSpace:
         requires=requires,
         drop_unfit=bool(doc.get("drop_unfit", False)),
         search=search_config_from(doc, where),
+        repeats=repeats,
     )
+
+
+def check_repeats(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise UsageError(f"{where} must be a positive integer, got {value!r}")
+    return value
 
 
 def list_spaces() -> dict[str, str]:

@@ -16,6 +16,7 @@ from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from raysweep.core.params import TrialParams
+from raysweep.core.schema import raysweep_version
 from raysweep.core.store import ResultStore
 from raysweep.economy import economy_line, sweep_economy
 from raysweep.options import SweepOptions
@@ -270,13 +271,35 @@ def fit_trials(tuner: tune.Tuner) -> None:
 def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
-    out = {"python": platform.python_version()}
+    out = {"python": platform.python_version(), "raysweep": raysweep_version()}
+    commit = checkout_commit()
+    if commit:
+        out["raysweep_commit"] = commit
     for pkg in ("ray", "deepspeed", "torch", "timm", "pyarrow"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
             out[pkg] = "missing"
     return out
+
+
+def checkout_commit() -> str | None:
+    """The git commit of the checkout raysweep runs from (with ``+dirty`` for local changes); None when
+    it is installed from a package, or git is missing."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=5, check=True)
+        return done.stdout.strip()
+
+    try:
+        return git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def available_devices() -> float:

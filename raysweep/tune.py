@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--download", action="store_true", help="download cifar10/cifar100 into --data-dir if missing")
     p.add_argument("--epochs", type=int, help="set trial parameter epochs")
     p.add_argument(
+        "--repeats",
+        type=int,
+        help="runs of every trial, seeds seed..seed+N-1 (default: the space's repeats, else 1); the report "
+        "claims a difference between points only when it holds over the repeats",
+    )
+    p.add_argument(
         "--set",
         action="append",
         default=[],
@@ -191,6 +197,7 @@ class Command:
     options: SweepOptions
     space: str | None
     overrides: dict
+    repeats: int | None
     list_spaces: bool
     list_params: bool
     dry_run: bool
@@ -226,6 +233,7 @@ def parse_command(argv: list[str] | None) -> Command:
         options=options,
         space=args.space,
         overrides=parse_overrides(args),
+        repeats=args.repeats,
         list_spaces=args.list_spaces,
         list_params=args.list_params,
         dry_run=args.dry_run,
@@ -258,7 +266,7 @@ def run(command: Command) -> int:
         return 0 if resume_sweep(command.resume, options).all_completed else 1
     if not command.space:
         raise UsageError("--space is required (a bundled name, see --list-spaces, or a .yaml path)")
-    space = resolve_space(command.space, command.overrides, command.search)
+    space = resolve_space(command.space, command.overrides, command.search, command.repeats)
     sweep_name(space, options)
     static = check_space(space, options)
 

@@ -719,8 +719,11 @@ def test_a_knee_inside_the_repeats_spread_is_not_claimed(tmp_path):
     analysis = compute(load_sweep(store.root))
     (result,) = analysis.batch
     assert result.knee.micro_batch_per_worker == 32 and result.peak.micro_batch_per_worker == 64
-    assert result.knee_within_spread
-    assert any("overlap over repeats, so they are not told apart" in h for h in headlines(analysis))
+    knee = result.knee_below_peak()
+    assert knee is not None and not knee.established
+    assert any(
+        "the peak above the knee: not established (2 vs 2 repeat(s), ranges overlap" in h for h in headlines(analysis)
+    )
 
 
 def test_time_to_accuracy_uses_training_time_where_recorded(tmp_path):
@@ -882,3 +885,199 @@ def test_analysis_reads_a_sweep_from_before_versions_and_refuses_a_newer_one(tmp
     with pytest.raises(AnalysisError, match=f"schema version {SCHEMA_VERSION + 1}.*raysweep 9.9 or newer"):
         load_sweep(root)
     assert main([str(root)]) == 2
+
+
+# ---- the first screen, the rule over repeats, and plots that show the data as it is ----------------------
+
+
+def test_first_screen_answers_in_one_sentence_then_says_what_was_measured(tmp_path):
+    sweep = batch_sweep(tmp_path)
+    versions = {"python": "3.11.7", "ray": "2.58.0", "torch": "2.14.1", "deepspeed": "0.18.0", "timm": "1.0.31"}
+    manifest = {"description": "which batch", "versions": versions, "started_at": "2026-12-05T23:00:00+0000"}
+    (sweep / "sweep.json").write_text(json.dumps(manifest), encoding="utf-8")
+    text = analyze(sweep).read_text(encoding="utf-8")
+    first_screen = text[: text.index("## Summary")]
+    assert first_screen.index("**Question:** which batch") < first_screen.index("**Answer:** Micro batch 64 reaches")
+    assert first_screen.index("**Answer:**") < first_screen.index("| what was measured |")
+    for fact in (
+        "| model | vit_micro_patch4_32 (parameter count not recorded) |",
+        "| data | digits; 4096 training samples an epoch |",
+        "| image size | 32 px |",
+        "| precision | fp32 |",
+        "| engine | deepspeed ZeRO-0 |",
+        "| software | ray 2.58.0, torch 2.14.1, deepspeed 0.18.0, timm 1.0.31, python 3.11.7 |",
+        "| date | 2026-12-05 23:00:00+0000 |",
+        "| repeats | 1 completed trial(s) per point (4 point(s)) |",
+    ):
+        assert fact in first_screen, fact
+    assert (
+        "Not recorded by this sweep: the model's parameter count; raysweep's version (not in sweep.json); the CPU."
+        in text
+    )
+    assert "**Rule:** a difference between two points is claimed only when every repeat" in text
+    summary = json.loads((sweep / "report" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["measured"]["engine"] == "deepspeed ZeRO-0" and summary["rule"].startswith("a difference")
+    assert summary["not_recorded"][0] == "the model's parameter count"
+
+
+def test_the_raysweep_version_and_checkout_are_shown_where_sweep_json_has_them(tmp_path):
+    sweep = batch_sweep(tmp_path)
+    versions = {"raysweep": "0.9.0", "raysweep_commit": "0123456789abcdef", "ray": "2.58.0"}
+    (sweep / "sweep.json").write_text(json.dumps({"versions": versions}), encoding="utf-8")
+    text = analyze(sweep).read_text(encoding="utf-8")
+    assert "| software | raysweep 0.9.0, ray 2.58.0, checkout 0123456789ab |" in text
+    assert "raysweep's version" not in text
+
+
+def test_the_paper_beside_us_names_every_difference_of_setup_first(tmp_path):
+    text = analyze(batch_sweep(tmp_path)).read_text(encoding="utf-8")
+    paper = text[text.index("**The paper beside us**") :]
+    assert (
+        "- Setup differs from the paper's: model: vit_micro_patch4_32 here, ViT-B/16 (vit_base_patch16_224) in the "
+        "paper; data: digits here, CIFAR images in the paper; devices: cpu here, NVIDIA GPUs in the paper." in paper
+    )
+    assert "draw no conclusion from one to the other" in paper
+    assert "Batch size. Paper:" in paper and "not established (1 vs 1 repeat(s)" in paper
+
+
+def repeated_strong_sweep(results: Path, rates: dict[int, list[float]]) -> Path:
+    """Fixed job; ``rates[n]`` the timed rate of each repeat (seed) at n workers."""
+    store = ResultStore(results, "repeated")
+    for n, per_repeat in rates.items():
+        for seed, rate in enumerate(per_repeat):
+            add_trial(
+                store,
+                f"s{n}r{seed}",
+                num_workers=n,
+                micro_batch_per_worker=256 // n,
+                global_batch=256,
+                data_scaling="fixed",
+                samples_per_epoch=4096,
+                train_time_s=4096 * 2 / rate,
+                throughput=rate,
+                throughput_per_worker=rate / n,
+                seed=seed,
+            )
+    return store.root
+
+
+def test_a_speedup_is_claimed_only_when_every_repeat_beats_every_base_repeat(tmp_path):
+    clear = compute(load_sweep(repeated_strong_sweep(tmp_path / "a", {1: [100, 102, 98], 2: [180, 185, 178]})))
+    assert clear.best_strong().faster().established
+    assert any("faster than 1: established (3 vs 3 repeat(s), ranges disjoint)" in h for h in headlines(clear))
+    noisy = compute(load_sweep(repeated_strong_sweep(tmp_path / "b", {1: [100, 130, 90], 2: [120, 95, 140]})))
+    (finding,) = [h for h in headlines(noisy) if h.startswith("Strong scaling")]
+    assert "faster than 1: not established (3 vs 3 repeat(s), ranges overlap; about" in finding
+
+
+def comm_repeats_sweep(results: Path, one_rank: list[float], two_ranks: list[float]) -> Path:
+    store = ResultStore(results, "comm")
+    for n, steps in ((1, one_rank), (2, two_ranks)):
+        for seed, step in enumerate(steps):
+            add_trial(
+                store,
+                f"n{n}r{seed}",
+                num_workers=n,
+                micro_batch_per_worker=32,
+                global_batch=32 * n,
+                data_scaling="per_worker",
+                samples_per_epoch=1024 * n,
+                train_time_s=10.0,
+                step_time_ms=step,
+                seed=seed,
+            )
+    return store.root
+
+
+def test_exposed_communication_is_claimed_against_the_spread_of_both_step_times(tmp_path):
+    slower = compute(load_sweep(comm_repeats_sweep(tmp_path / "a", [100, 101, 99], [120, 119, 122])))
+    (finding,) = [h for h in headlines(slower) if h.startswith("Communication")]
+    assert "takes 20 ms more than the same step on one rank" in finding and "established (3 vs 3" in finding
+    noise = compute(load_sweep(comm_repeats_sweep(tmp_path / "b", [100, 110, 95], [104, 98, 108])))
+    (finding,) = [h for h in headlines(noise) if h.startswith("Communication")]
+    assert finding.startswith("Communication: no multi-rank step is established slower")
+
+
+def test_a_straggler_is_claimed_against_the_other_ranks_over_the_repeats(tmp_path):
+    store = ResultStore(tmp_path, "slow")
+    for seed, (slow, other) in enumerate([(130.0, 100.0), (128.0, 101.0), (133.0, 99.0)]):
+        tid = f"h{seed}"
+        add_trial(
+            store,
+            tid,
+            num_workers=2,
+            micro_batch_per_worker=32,
+            global_batch=64,
+            data_scaling="fixed",
+            samples_per_epoch=1024,
+            train_time_s=10.0,
+            step_time_ms=slow,
+            slow_ranks="1",
+            seed=seed,
+        )
+        rows = [
+            {"rank": 0, "step_time_ms": slow, "busy_ms": other, "wait_ms": slow - other},
+            {"rank": 1, "step_time_ms": slow, "busy_ms": slow, "wait_ms": 0.0},
+        ]
+        write_rows(store, "ranks", tid, rows)
+    (finding,) = [h for h in headlines(compute(load_sweep(store.root))) if h.startswith("Stragglers")]
+    assert finding.startswith("Stragglers: rank 1 (slowed on purpose: slow_ranks) is 1.30× the median")
+    assert "slower than the others: established (3 vs 3 repeat(s), ranges disjoint)" in finding
+
+
+def test_overheads_show_the_whole_axis_with_values_and_no_legend_for_an_undrawn_series(tmp_path):
+    from analysis.plots import Series, overhead_figure
+
+    drawn = overhead_figure([Series("", compute(load_sweep(batch_sweep(tmp_path))))])
+    (axes,) = drawn.figure.axes
+    assert axes.get_ylim() == (0, 100)
+    assert [t.get_text() for t in axes.get_legend().get_texts()] == ["waiting for data"]  # one rank: no comm
+    assert [t.get_text() for t in axes.texts] == ["20%", "10%", "5%", "2%"]
+    assert "waiting for data" in drawn.caption and "communication" not in drawn.caption
+
+
+def test_speedup_sits_on_linear_axes_with_a_straight_ideal_and_the_fit_drawn_only_where_there_is_one(tmp_path):
+    from analysis.plots import Series, scaling_figure
+
+    three = scaling_figure(
+        [Series("", compute(load_sweep(strong_sweep(tmp_path, amdahl_times(0.1, [1, 2, 4])))))], "strong"
+    )
+    speedup, efficiency = three.figure.axes
+    assert speedup.get_xscale() == speedup.get_yscale() == "linear" and speedup.get_ylim()[0] == 0
+    assert speedup.get_xlim()[0] == 0 and efficiency.get_ylim()[0] == 0
+    assert "thick: Amdahl fit" in three.caption
+    two = strong_sweep(tmp_path / "two", amdahl_times(0.1, [1, 2]))
+    drawn = scaling_figure([Series("", compute(load_sweep(two)))], "strong")
+    assert "no Amdahl fit drawn (fewer than 3 worker counts)" in drawn.caption
+    assert "Amdahl fit" not in [t.get_text() for t in drawn.figure.axes[0].get_legend().get_texts()]
+
+
+def test_epoch_curves_are_named_by_the_swept_parameters_not_by_trial_ids(tmp_path):
+    from analysis.plots import Series, epochs_figure
+
+    store = ResultStore(tmp_path, "epochs")
+    for mb in (16, 32):
+        add_trial(
+            store,
+            f"t{mb}",
+            num_workers=1,
+            micro_batch_per_worker=mb,
+            global_batch=mb,
+            samples_per_epoch=64,
+            train_time_s=1.0,
+        )
+        write_rows(
+            store, "epochs", f"t{mb}", [{"epoch": e, "train_loss": 1.0 / (e + 1), "elapsed_s": e} for e in (0, 1)]
+        )
+    drawn = epochs_figure([Series("", compute(load_sweep(store.root)))])
+    assert [t.get_text() for t in drawn.figure.axes[0].get_legend().get_texts()] == ["gb=16 mb=16", "gb=32 mb=32"]
+
+
+def test_a_wide_table_is_split_into_tables_led_by_its_first_column():
+    from analysis.render import MAX_COLUMNS, Table, render_markdown
+
+    columns = [f"c{i}" for i in range(10)]
+    text = render_markdown([Table(columns, [[str(i) for i in range(10)]])])
+    headers = [line for line in text.splitlines() if line.startswith("| c0")]
+    assert headers == ["| c0 | c1 | c2 | c3 | c4 | c5 | c6 |", "| c0 | c7 | c8 | c9 |"]
+    assert all(line.count("|") - 1 <= MAX_COLUMNS for line in text.splitlines() if line.startswith("|"))

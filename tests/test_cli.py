@@ -74,13 +74,14 @@ def test_list_params_lists_every_trial_parameter(capsys):
 
 
 @pytest.mark.skipif(HAS_GPU, reason="expects this machine's CPU-only plan")
-def test_dry_run_of_batch_grid_prints_five_cpu_trials_and_creates_nothing(capsys, results):
+def test_dry_run_of_batch_grid_prints_five_cpu_trials_three_times_and_creates_nothing(capsys, results):
     code, out, err = run_cli(capsys, "--space", "batch_grid", "--dry-run", "--results-dir", str(results))
     assert code == 0, err
     rows = table_rows(out)
-    assert [r["micro_batch_per_worker"] for r in rows] == ["16", "32", "64", "128", "256"]
+    assert [r["micro_batch_per_worker"] for r in rows] == ["16", "32", "64", "128", "256"] * 3
+    assert [r["repeat"] for r in rows] == [str(k) for k in range(3) for _ in range(5)]
     assert {(r["device"], r["precision"], r["num_workers"]) for r in rows} == {("cpu", "fp32", "1")}
-    assert "5 trials; dry run: nothing started." in out
+    assert "15 trials; dry run: nothing started." in out
     assert not results.exists()
 
 
@@ -89,6 +90,7 @@ def test_dry_run_assuming_8_gpus_plans_gpu_bf16_trials(capsys, results):
         capsys,
         "--space", "batch_grid", "--dry-run", "--assume-gpus", "8",
         "--model", "vit_base_patch16_224", "--dataset", "synthetic", "--set", "num_workers=[1,2,4,8]",
+        "--repeats", "1",
         "--results-dir", str(results),
     )  # fmt: skip
     assert code == 0, err
@@ -116,8 +118,8 @@ def test_dry_run_of_a_user_space_file(capsys, tmp_path, results):
 
 def test_set_reads_off_as_a_word_not_a_boolean(capsys, results):
     code, out, err = run_cli(
-        capsys, "--space", "batch_grid", "--set", "prepare=[off,pixels]", "--set", "micro_batch_per_worker=8",
-        "--dry-run", "--results-dir", str(results),
+        capsys, "--space", "batch_grid", "--repeats", "1", "--set", "prepare=[off,pixels]",
+        "--set", "micro_batch_per_worker=8", "--dry-run", "--results-dir", str(results),
     )  # fmt: skip
     assert code == 0, err
     assert "2 trials; dry run" in out

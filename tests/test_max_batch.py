@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -15,6 +16,7 @@ from raysweep.max_batch import (
     SearchLimits,
     clip_to_edges,
     configuration_key,
+    configurations,
     find_max_batches,
     max_batch_table,
     probe_trials,
@@ -176,6 +178,15 @@ def test_repeats_of_a_grid_point_are_kept_and_unfit_configurations_dropped():
     kept, notes = clip_to_edges(trials, rows_for({"ddp": 40, "fsdp": None}, trials))
     assert [(t.engine, t.micro_batch_per_worker) for t in kept] == [("ddp", 16), ("ddp", 16), ("ddp", 40), ("ddp", 40)]
     assert len(notes) == 1 and "no micro batch fits" in notes[0] and '"engine": "fsdp"' in notes[0]
+
+
+def test_the_repeats_of_a_configuration_are_searched_once_and_each_keeps_its_seed_after_clipping():
+    trials = [dataclasses.replace(t, seed=r, repeat=r) for r in range(3) for t in space(batches=(16, 64, 128))]
+    assert len(configurations(trials)) == 1
+    kept, _ = clip_to_edges(trials, rows_for({"ddp": 40}, trials))
+    assert sorted((t.micro_batch_per_worker, t.repeat, t.seed) for t in kept) == [
+        (b, r, r) for b in (16, 40) for r in range(3)
+    ]
 
 
 def test_rows_make_a_max_batch_table():

@@ -34,11 +34,13 @@ def test_dry_run_says_what_would_be_probed_and_starts_nothing(capsys, results):
         "--max-batch-probes", "5", "--results-dir", results,
     )  # fmt: skip
     assert code == 0, err
-    assert len(table_rows(out)) == 10  # the space's trials, before clipping
-    assert "find-max-batch: 2 configurations would be probed" in out and "at most 5 probe trials" in out
+    assert len(table_rows(out)) == 10 * 3  # the space's trials and their repeats, before clipping
+    assert (
+        "find-max-batch: 2 configurations would be probed" in out
+    )  # the repeats of a configuration probe once and "at most 5 probe trials" in out
     assert "configuration 0 engine=ddp: first probe at micro batch 16, grid [16, 32, 64, 128, 256]" in out
     assert "configuration 1 engine=deepspeed: first probe at micro batch 16" in out
-    assert "at most 10 trials after the search; dry run: nothing started." in out
+    assert "at most 30 trials after the search; dry run: nothing started." in out
 
 
 def test_search_bounds_without_the_flag_are_refused(capsys, results):

@@ -47,10 +47,35 @@ def test_list_spaces_names_every_bundled_file_with_its_description():
     assert spaces["batch_grid"] == load_space("batch_grid").description
 
 
-def test_batch_grid_is_five_micro_batches_on_one_worker():
+def test_batch_grid_is_five_micro_batches_on_one_worker_three_times():
     trials = load_space("batch_grid").expand()
-    assert [t.micro_batch_per_worker for t in trials] == [16, 32, 64, 128, 256]
+    assert [t.micro_batch_per_worker for t in trials] == [16, 32, 64, 128, 256] * 3
     assert {t.num_workers for t in trials} == {1}
+
+
+@pytest.mark.parametrize("name", ["batch_grid", "strong_scaling", "weak_scaling", "accum_grid", "heterogeneity"])
+def test_the_spaces_of_the_papers_findings_repeat_every_point_three_times(name):
+    assert load_space(name).repeats == 3
+
+
+def test_repeats_run_in_rounds_each_with_its_own_seed_and_index():
+    trials = space("axes: {num_workers: [1, 2]}\nfixed: {seed: 7}\nrepeats: 3").expand()
+    assert [(t.num_workers, t.seed, t.repeat) for t in trials] == [
+        (1, 7, 0),
+        (2, 7, 0),
+        (1, 8, 1),
+        (2, 8, 1),
+        (1, 9, 2),
+        (2, 9, 2),
+    ]
+
+
+def test_repeats_from_the_command_line_replace_the_spaces_and_none_keeps_them():
+    s = space("axes: {num_workers: [1]}\nrepeats: 3")
+    assert len(s.with_repeats(None).expand()) == 3
+    assert [t.repeat for t in s.with_repeats(2).expand()] == [0, 1]
+    with pytest.raises(UsageError, match="--repeats must be a positive integer, got 0"):
+        s.with_repeats(0)
 
 
 # ---- expansion ---------------------------------------------------------------------------
@@ -219,6 +244,7 @@ def test_override_of_an_unknown_parameter_is_rejected():
         ("num_samples: 0\n", ["num_samples must be a positive integer, got 0"]),
         ("num_samples: two\n", ["num_samples must be a positive integer, got 'two'"]),
         ("num_samples: true\n", ["num_samples must be a positive integer"]),
+        ("repeats: 0\n", ["repeats must be a positive integer, got 0"]),
         ("requires: tpu\n", ["requires must be 'gpu' or absent"]),
         ("- num_workers: 1\n", ["a space file is a mapping"]),
         ("just a string\n", ["a space file is a mapping"]),

@@ -166,6 +166,10 @@ class TrialParams:
         },
     )
     seed: int = field(default=0, metadata={"doc": "seed for data order and weights"})
+    repeat: int = field(
+        default=0,
+        metadata={"doc": "which repeat of its point the trial is, from 0; a space's repeats set it and add it to seed"},
+    )
     checkpoint_every: int = field(
         default=1, metadata={"doc": "checkpoint the engine every N epochs (trials of more than one epoch); 0 = never"}
     )
@@ -271,6 +275,7 @@ class TrialParams:
             "max_steps_per_epoch",
             "warmup_steps",
             "seed",
+            "repeat",
             "profile_steps",
             "loader_workers",
         ):

@@ -22,6 +22,7 @@ SCRIPT = textwrap.dedent(
         results_dir=sys.argv[1],
         name="api",
         dashboard=False,
+        repeats=1,
     )
     again = raysweep.load_sweep(result.path)
     print("RESULT " + json.dumps({

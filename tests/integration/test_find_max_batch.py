@@ -20,7 +20,7 @@ BUDGET_GIB = 1.27
 
 def test_the_edge_is_found_under_a_memory_budget_and_the_sweep_runs_clipped_to_it(tmp_path):
     proc = run_cli(
-        "--space", "batch_grid", "--find-max-batch", "--max-batch-probes", "2",
+        "--space", "batch_grid", "--repeats", "1", "--find-max-batch", "--max-batch-probes", "2",
         "--results-dir", str(tmp_path), "--name", "fmb", "--no-dashboard",
         "--set", "engine=ddp", "--set", "dataset=synthetic", "--set", "image_size=32",
         "--set", "train_samples=640", "--set", "epochs=1", "--set", "micro_batch_per_worker=[128,512]",

@@ -21,6 +21,8 @@ def test_driver_killed_mid_sweep_resumes_with_one_row_per_trial(tmp_path):
     args = [
         "--space",
         "batch_grid",
+        "--repeats",
+        "1",
         "--results-dir",
         str(tmp_path),
         "--name",
@@ -66,6 +68,8 @@ def test_killed_worker_resumes_its_trial_from_the_last_checkpoint(tmp_path):
     proc = run_cli(
         "--space",
         "batch_grid",
+        "--repeats",
+        "1",
         "--results-dir",
         str(tmp_path),
         "--name",
@@ -125,6 +129,8 @@ def test_a_silent_rank_fails_the_trial_at_the_collective_timeout(tmp_path):
     proc = run_cli(
         "--space",
         "batch_grid",
+        "--repeats",
+        "1",
         "--results-dir",
         str(tmp_path),
         "--name",

@@ -16,7 +16,7 @@ import torch
 from raysweep.core.params import LR_RULES
 from tests.integration.conftest import explain, run_cli, table
 
-SHRINK = ("--epochs", "1", "--no-report", "--no-dashboard")
+SHRINK = ("--epochs", "1", "--repeats", "1", "--no-report", "--no-dashboard")
 
 
 def run_space(tmp_path: Path, name: str, *sets: str) -> tuple[Path, list[dict]]:

@@ -27,6 +27,8 @@ def test_two_worker_deepspeed_trial_fills_every_table(tmp_path):
     proc = run_cli(
         "--space",
         "batch_grid",
+        "--repeats",
+        "1",
         "--results-dir",
         str(tmp_path),
         "--name",
@@ -76,11 +78,13 @@ def test_two_worker_deepspeed_trial_fills_every_table(tmp_path):
 
 
 def test_embedded_default_runs_batch_grid_to_completion(tmp_path):
-    """The README's run command: 5 trials of the CPU default, all completed, every column filled, a report."""
+    """The README's run command: 5 trials of the CPU default 3 times, all completed, every column filled, a report."""
     proc = run_cli("--space", "batch_grid", "--results-dir", str(tmp_path), "--name", "default", timeout=900)
     assert proc.returncode == 0, explain(proc)
     trials = table(tmp_path / "default", "trials").to_pylist()
-    assert sorted(r["micro_batch_per_worker"] for r in trials) == [16, 32, 64, 128, 256]
+    assert sorted((r["repeat"], r["micro_batch_per_worker"]) for r in trials) == [
+        (k, b) for k in range(3) for b in (16, 32, 64, 128, 256)
+    ]
     for row in trials:
         assert row["status"] == "completed", row["error"]
         assert_filled(row)

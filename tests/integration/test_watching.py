@@ -47,8 +47,9 @@ class BackgroundSweep:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": "180"}
         env.pop("RAY_ADDRESS", None)
         argv = [
-            sys.executable, "-m", "raysweep.tune", "--space", "batch_grid", "--results-dir", str(results),
-            "--name", NAME, "--epochs", str(EPOCHS), "--set", f"micro_batch_per_worker={list(MICRO_BATCHES)}",
+            sys.executable, "-m", "raysweep.tune", "--space", "batch_grid", "--repeats", "1",
+            "--results-dir", str(results), "--name", NAME, "--epochs", str(EPOCHS),
+            "--set", f"micro_batch_per_worker={list(MICRO_BATCHES)}",
             # ~20 s of training a trial: Ray's agent exports a worker's gauges every ~10 s and drops them
             # soon after, and later trials start in about a second (shared workers), so the sweep must
             # still run when the tests that watch it, one after another, get to it

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from raysweep.core.status import is_completed
 from raysweep.core.store import ResultStore, check_name, read_table
 from raysweep.max_batch import SearchLimits, configurations, max_batch_path
 from raysweep.options import SweepOptions
@@ -58,7 +59,7 @@ class SweepResult:
     @property
     def all_completed(self) -> bool:
         statuses = self.trials.column("status").to_pylist()
-        return bool(statuses) and all(s == "completed" for s in statuses)
+        return bool(statuses) and all(is_completed(s) for s in statuses)
 
 
 def run_sweep(

@@ -16,6 +16,7 @@ from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from raysweep.core.params import TrialParams
+from raysweep.core.spec import TrialSpec
 from raysweep.core.store import ResultStore
 from raysweep.economy import economy_line, sweep_economy
 from raysweep.options import SweepOptions
@@ -151,14 +152,16 @@ def trials_tuner(options: SweepOptions, store: ResultStore, trials: list[TrialPa
     searcher = FitSearcher(
         trials,
         Capacity.of_cluster(),
-        base_config={
-            "sweep": store.sweep,
-            "sweep_dir": str(store.root.resolve()),
-            "storage_path": train_storage(store),
-            "collective_timeout_s": options.collective_timeout,
-            "max_failures": options.max_failures,
-            "share_workers": options.share_workers,
-        },
+        base_spec=TrialSpec(
+            sweep=store.sweep,
+            sweep_dir=str(store.root.resolve()),
+            storage_path=train_storage(store),
+            collective_timeout_s=options.collective_timeout,
+            max_failures=options.max_failures,
+            share_workers=options.share_workers,
+            index=-1,
+            params=TrialParams(),
+        ),
         max_concurrent=options.max_concurrent_trials,
         finished_params=store.finished_params,
     )

@@ -14,6 +14,7 @@ from ray.tune.logger import LoggerCallback
 
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import EPOCH_KEY, RANKS_KEY
+from raysweep.core.spec import spec_of
 
 # Written per epoch from the ``epochs`` row; rank figures from each rank's row.
 EPOCH_SCALARS = {
@@ -70,7 +71,7 @@ class TensorBoardCallback(LoggerCallback):
     def log_trial_start(self, trial) -> None:
         if trial.trial_id in self.writers:
             self.writers[trial.trial_id].close()
-        params = TrialParams.from_dict(trial.config["params"])
+        params = spec_of(trial.config).params
         writer = self.writer_for(self.root / run_name(trial.trial_id, params))
         writer.add_text("params", "\n".join(f"    {k}: {v}" for k, v in sorted(params.to_dict().items())), 0)
         self.writers[trial.trial_id] = writer

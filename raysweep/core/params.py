@@ -9,6 +9,7 @@ a message that names the field and what would be right.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -228,6 +229,10 @@ class TrialParams:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def key(self) -> str:
+        """The parameters as canonical JSON: a trial row's ``params_json``, and what identifies a configuration."""
+        return json.dumps(self.to_dict(), sort_keys=True)
 
     def resolve(self, cluster_has_gpus: bool) -> TrialParams:
         """Replace ``auto`` device and precision with what this cluster will run."""

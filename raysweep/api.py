@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from raysweep.checks import check_values
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.status import is_completed
@@ -193,7 +194,7 @@ def check_sweep(options: SweepOptions, space: SearchSpace) -> CheckedSweep:
         check_reachable(options.address)  # before anything is written: a dead address leaves no sweep dir
     trials = space.expand()
     for params in trials:
-        params.validate()
+        check_values(params)
     if options.find_max_batch is not None:
         configurations(trials)  # refuses a space whose global_batch fixes the micro batch
     return CheckedSweep(options, space, name, trials)

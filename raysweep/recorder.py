@@ -10,6 +10,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ray import cloudpickle
 from ray.tune import Callback
 
 from raysweep.core.errors import RankOutOfMemory
@@ -44,10 +45,13 @@ def error_text(trial) -> str:
 
 
 def raised(trial) -> BaseException | None:
-    """The exception the trial ended with, as Tune kept it (None where it kept only its text)."""
+    """The exception the trial ended with, as Tune pickled it beside its text (None where it kept only the text)."""
+    path = Path(trial.pickled_error_file) if getattr(trial, "pickled_error_file", None) else None
+    if path is None or not path.is_file():
+        return None
     try:
-        return trial.get_pickled_error()
-    except Exception:  # not kept, or it cannot be unpickled here: the text still says what happened
+        return cloudpickle.loads(path.read_bytes())
+    except Exception:  # it cannot be unpickled here: the text still says what happened
         return None
 
 

@@ -28,7 +28,7 @@ from raysweep.trackers import TRACKERS
 EXAMPLES = """examples:
   python -m raysweep.tune --space batch_grid                       # embedded default: local Ray, CPU workers
   python -m raysweep.tune --space batch_grid --dry-run             # the trial table, nothing started
-  python -m raysweep.tune --space batch_grid --model vit_base_patch16_224 --dataset synthetic
+  python -m raysweep.tune --space batch_grid --model vit_base_patch16_224 --dataset synthetic --set image_size=224
   python -m raysweep.tune --space my_space.yaml --set num_workers=[1,2] --set epochs=1
   python -m raysweep.tune --space strong_scaling --address ray://head:10001
   python -m raysweep.tune --list-params                            # every trial parameter

@@ -97,13 +97,11 @@ def test_the_peak_memory_comes_from_the_typed_error_inside_ray_trains_and_tunes_
 
 def test_an_out_of_memory_error_writes_an_oom_row_with_the_typed_errors_peak(tmp_path):
     store = ResultStore(tmp_path, "s")
-    error = tmp_path / "error.txt"
+    error, pickled = tmp_path / "error.txt", tmp_path / "error.pkl"
     error.write_text("Traceback ...\nRuntimeError: OutOfMemoryError on rank 0: injected (peak_mem_gib=2.500)\n")
+    pickled.write_bytes(pickle.dumps(RayTaskError("f", "tb", RankOutOfMemory(0, "injected", 2.5))))
     t = types.SimpleNamespace(
-        trial_id="t1",
-        config=tune_config(TrialParams()),
-        error_file=str(error),
-        get_pickled_error=lambda: RayTaskError("f", "tb", RankOutOfMemory(0, "injected", 2.5)),
+        trial_id="t1", config=tune_config(TrialParams()), error_file=str(error), pickled_error_file=str(pickled)
     )
     ResultTablesCallback(store).on_trial_error(0, [], t)
     (row,) = store.read("trials").to_pylist()

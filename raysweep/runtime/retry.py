@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from raysweep.core.errors import is_out_of_memory
+from raysweep.core.status import TrialStatus, trial_outcome
 
 
 def retried(failure: BaseException, attempt: int, max_failures: int) -> bool:
@@ -11,4 +11,4 @@ def retried(failure: BaseException, attempt: int, max_failures: int) -> bool:
     Up to ``max_failures`` restarts, each resuming from the trial's latest checkpoint; never after
     running out of memory, which would fail the same way.
     """
-    return attempt < max_failures and not is_out_of_memory(str(failure))
+    return attempt < max_failures and trial_outcome({}, str(failure)) is not TrialStatus.OOM

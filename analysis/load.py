@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from analysis.errors import AnalysisError
 from raysweep.core.errors import UsageError
 from raysweep.core.schema import check_schema_version, stamp_of_parquet
+from raysweep.core.status import is_completed
 from raysweep.core.store import read_table
 
 REQUIRED_TRIAL_COLUMNS = ("trial_id", "status", "num_workers", "micro_batch_per_worker", "train_time_s", "throughput")
@@ -96,7 +97,7 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
     trials = read(sweep_dir, "trials")
     require_columns(trials, "trials", ("trial_id", "status"), sweep_dir)
     status = trials["status"].fillna("unknown")
-    completed = trials[status == "completed"].copy()
+    completed = trials[status.map(is_completed)].copy()
     if completed.empty:
         raise AnalysisError(f"no completed trials in {sweep_dir} (statuses: {status.value_counts().to_dict()})")
     require_columns(completed, "trials", REQUIRED_TRIAL_COLUMNS, sweep_dir, among="completed ")
@@ -110,7 +111,7 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
     ranks = with_optional_columns(ranks[ranks["trial_id"].isin(done)], OPTIONAL_RANK_COLUMNS)
     if not ranks.empty:
         require_columns(ranks, "ranks", REQUIRED_RANK_COLUMNS, sweep_dir)
-    left_out = status[status != "completed"].value_counts().sort_index().to_dict()
+    left_out = status[~status.map(is_completed)].value_counts().sort_index().to_dict()
     return SweepData(
         sweep_dir,
         completed.reset_index(drop=True),

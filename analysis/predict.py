@@ -27,6 +27,7 @@ from analysis.errors import AnalysisError
 from analysis.link_model import INTER_NODE, INTRA_NODE, NAMED_LINKS, Links, links_from_table, named_link
 from analysis.load import load_sweep
 from analysis.step_model import ComputeCurve, Engine, comm_s, step_s, step_traffic
+from raysweep.core.status import is_completed
 
 LINKS_FILE = Path("links") / "links.parquet"
 # Columns older tables (or tables built by hand) may lack: NULL there.
@@ -230,7 +231,7 @@ def predict_from_trials(
     """
     if nodes < 1 or gpus_per_node < 1:
         raise AnalysisError(f"nodes and gpus-per-node must be 1 or more, not {nodes} and {gpus_per_node}")
-    trials = trials[trials["status"] == "completed"] if "status" in trials.columns else trials
+    trials = trials[trials["status"].map(is_completed)] if "status" in trials.columns else trials
     optional = {c: float("nan") for c in OPTIONAL_COLUMNS if c not in trials.columns}
     trials = trials.assign(configuration=trials.apply(configuration_key, axis=1), **optional)
     counts = worker_counts(nodes, gpus_per_node, {int(n) for n in trials["num_workers"]})

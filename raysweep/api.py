@@ -1,11 +1,13 @@
-"""The Python API: ``run_sweep`` runs a search space on Ray and returns its tables; ``load_sweep`` reads one back.
+"""The Python API: ``run_sweep`` runs a search space on Ray and returns its tables; ``plan_sweep`` plans one
+without running it (the dry run); ``load_sweep`` reads one back.
 
     import raysweep
     result = raysweep.run_sweep("batch_grid", overrides={"epochs": 1}, dashboard=False)
     result.trials.to_pandas()
 
 The command line (``python -m raysweep.tune``) is a thin layer over these functions; bad input raises
-``UsageError`` with the message the CLI prints.
+``UsageError`` with the message the CLI prints. A sweep is checked once (``check_sweep``): planning and
+running start from the ``CheckedSweep`` it returns.
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from typing import Any
 
 import pyarrow as pa
 
+from raysweep.checks import check_values
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import check_schema_version
+from raysweep.core.status import is_finished
 from raysweep.core.store import ResultStore, check_name, read_table
-from raysweep.max_batch import SearchLimits, configurations, max_batch_path
+from raysweep.max_batch import SearchLimits, configurations, max_batch_path, search_plan
 from raysweep.options import SweepOptions
-from raysweep.runtime.capacity import check_local_fit
+from raysweep.plan import local_capacity, plan_trials
+from raysweep.runtime.capacity import Capacity, check_local_fit
 from raysweep.runtime.cluster import check_reachable
 from raysweep.search_config import NO_CHOICES, SearchChoices, check_search
 from raysweep.space import SearchSpace, load_space, space_from_mapping
@@ -62,7 +67,7 @@ class SweepResult:
     def all_completed(self) -> bool:
         """Every trial ran to its last epoch, or to where the sweep's scheduler stopped it."""
         statuses = self.trials.column("status").to_pylist()
-        return bool(statuses) and all(s in ("completed", "stopped") for s in statuses)
+        return bool(statuses) and all(is_finished(s) for s in statuses)
 
 
 def run_sweep(
@@ -117,7 +122,67 @@ def run_sweep(
         find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None,
     )
     choices = SearchChoices(search, metric, mode, scheduler, num_samples)
-    return run_planned(options, resolve_space(space, overrides or {}, choices, repeats))
+    return run_planned(check_sweep(options, resolve_space(space, overrides or {}, choices, repeats)))
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep would run on a cluster: its trials in order and what planning notes; nothing started."""
+
+    space: SearchSpace
+    cluster: str  # the capacity planned for, described
+    trials: list[TrialParams]
+    notes: list[str]
+    search: list[str] | None  # with find_max_batch: what the search would probe
+
+
+def plan_sweep(
+    space: str | Path | Mapping[str, Any],
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    address: str | None = None,
+    assume_gpus: int | None = None,
+    find_max_batch: bool | SearchLimits = False,
+    search: str | None = None,
+    scheduler: str | None = None,
+    num_samples: int | None = None,
+    metric: str | None = None,
+    mode: str | None = None,
+    repeats: int | None = None,
+) -> SweepPlan:
+    """Plan ``space`` as ``run_sweep`` would, and start nothing: the dry run.
+
+    It plans for the cluster at ``address`` (joined), else for one node of ``assume_gpus`` GPUs if given,
+    else for this machine. Bad input raises ``UsageError`` as ``run_sweep`` does.
+    """
+    options = SweepOptions(
+        address=address, find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None
+    )
+    choices = SearchChoices(search, metric, mode, scheduler, num_samples)
+    checked = check_sweep(options, resolve_space(space, overrides or {}, choices, repeats))
+    if assume_gpus is None and needs_missing_gpu(checked.space, options):
+        raise UsageError(f"space {checked.space.name} needs a GPU and this machine has none (plan it for assume_gpus)")
+    return plan_checked(checked, assume_gpus)
+
+
+def plan_checked(checked: CheckedSweep, assume_gpus: int | None = None) -> SweepPlan:
+    """The plan of a checked sweep (``plan_sweep``, less the checks)."""
+    options = checked.options
+    if options.address:
+        capacity = joined_capacity(options.address)
+    else:
+        capacity = local_capacity(checked.trials, assume_gpus)
+    trials, notes = plan_trials(checked.space, capacity, local_files=not options.address)
+    limits = options.find_max_batch
+    search = search_plan(trials, limits) if limits is not None else None
+    return SweepPlan(checked.space, capacity.describe(), trials, notes, search)
+
+
+def joined_capacity(address: str) -> Capacity:
+    from raysweep.runtime.cluster import join
+
+    join(address)
+    return Capacity.of_cluster()
 
 
 def resolve_space(
@@ -135,24 +200,35 @@ def resolve_space(
     return loaded.with_overrides(dict(overrides)).with_search(choices).with_repeats(repeats)
 
 
-def check_space(space: SearchSpace, options: SweepOptions) -> list[TrialParams]:
+@dataclass(frozen=True)
+class CheckedSweep:
+    """A sweep whose options, name and trial values are checked: what planning and running start from."""
+
+    options: SweepOptions
+    space: SearchSpace
+    name: str
+    trials: list[TrialParams]  # the space's trials, their values checked (not yet planned for a cluster)
+
+
+def check_sweep(options: SweepOptions, space: SearchSpace) -> CheckedSweep:
     """The options and every trial's values: what can be checked without torch or timm, before Ray starts.
 
     Models, datasets and (for a local cluster) data files are planning's checks (``checks.check_trial``),
     made on the started cluster while the first trial's workers start.
     """
     options.check()
+    name = sweep_name(space, options)
     if options.address:
         check_reachable(options.address)  # before anything is written: a dead address leaves no sweep dir
     trials = space.expand()
     for params in trials:
-        params.validate()
+        check_values(params)
     check_search(space.search, space.axis_kinds(), [t.epochs for t in trials], space.num_samples)
     if space.search.adaptive:
         space.distributions()  # the same in every grid
     if options.find_max_batch is not None:
         configurations(trials)  # refuses a space whose global_batch fixes the micro batch
-    return trials
+    return CheckedSweep(options, space, name, trials)
 
 
 def needs_missing_gpu(space: SearchSpace, options: SweepOptions) -> bool:
@@ -168,18 +244,17 @@ def sweep_name(space: SearchSpace, options: SweepOptions) -> str:
     return check_name("sweep", options.name or f"{space.name}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
-def run_planned(options: SweepOptions, space: SearchSpace) -> SweepResult:
-    """Check, prepare the sweep directory, run (planning on the started cluster), and return the result.
+def run_planned(checked: CheckedSweep) -> SweepResult:
+    """Prepare the sweep directory, run (planning on the started cluster), and return the result.
 
     Input that planning refuses leaves nothing behind: the directories this call made are removed.
     """
     launched_at = datetime.now(timezone.utc)
-    static = check_space(space, options)
+    options, space, sweep, static = checked.options, checked.space, checked.name, checked.trials
     if needs_missing_gpu(space, options):
         raise UsageError(f"space {space.name} needs a GPU and this machine has none")
     if not options.address:
         check_local_fit(static)
-    sweep = sweep_name(space, options)
     made = first_missing(Path(options.results_dir) / sweep)
     store = prepare_results_dir(options.results_dir, sweep)
     from raysweep.sweep import run_sweep as run_on_ray

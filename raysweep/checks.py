@@ -1,8 +1,10 @@
-"""Planning checks of a trial against what exists: dataset and model registries, and the data on disk.
+"""The checks of a trial: before Ray starts (``check_values``), and in planning (``check_trial``).
 
-``TrialParams.validate`` checks values and their combinations only; these checks need the trainers'
-registries (timm, the dataset table) and the filesystem, so they belong to planning, on the machine
-that plans. With ``--address`` the data lives on the cluster's nodes, so the files are not checked here.
+``check_values`` decides what the values and the model's declared shape decide, without torch or timm:
+a sweep that can never train is refused before Ray starts. ``check_trial`` needs the trainers'
+registries (timm, the dataset table) and the filesystem, so it belongs to planning, on the started
+cluster before any trial starts. With ``--address`` the data lives on the cluster's nodes, so the files
+are not checked here.
 """
 
 from __future__ import annotations
@@ -11,6 +13,26 @@ from pathlib import Path
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams, choose
+
+
+def check_values(params: TrialParams) -> None:
+    """The values and their combinations, and what the model's declared shape rules out (no torch, no timm)."""
+    from trainers.models import declared_patch_size
+    from trainers.sequence_parallel_check import check_sequence_parallel, declared_token_shape
+
+    params.validate()
+    patch = declared_patch_size(params.model)
+    if patch and 0 < params.image_size < patch:
+        raise UsageError(
+            f"image_size={params.image_size} is smaller than the {patch}-pixel patches of model={params.model}: "
+            f"no patch fits; use image_size >= {patch}"
+        )
+    shape = declared_token_shape(params.model, params.image_size)
+    if shape is not None:
+        sp = params.sequence_parallel
+        check_sequence_parallel(
+            sp, shape, params.zero_stage, params.engine, params.num_workers, f"model={params.model}"
+        )
 
 
 def check_trial(params: TrialParams, *, local_files: bool = True) -> None:

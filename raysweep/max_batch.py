@@ -26,6 +26,7 @@ import pyarrow as pa
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import MAX_BATCH
+from raysweep.core.status import TrialStatus
 from raysweep.core.store import ResultStore
 
 # A probe is 2 warm-up steps (memory settles: the optimizer state exists after the first step)
@@ -38,7 +39,7 @@ PROBE_TIMED_STEPS = 3
 class ProbeOutcome:
     """What one probe trial says: its status (``completed | oom | failed``) and what it measured."""
 
-    status: str
+    status: TrialStatus
     peak_mem_gib: float | None = None
     throughput: float | None = None
     error: str | None = None
@@ -46,11 +47,11 @@ class ProbeOutcome:
     @classmethod
     def of_trial_row(cls, row: dict[str, Any]) -> ProbeOutcome:
         """From the probe's row of the ``trials`` table."""
-        return cls(row["status"], row.get("peak_mem_gib"), row.get("throughput"), row.get("error"))
+        return cls(TrialStatus(row["status"]), row.get("peak_mem_gib"), row.get("throughput"), row.get("error"))
 
     @property
     def fits(self) -> bool:
-        return self.status == "completed"
+        return self.status is TrialStatus.COMPLETED
 
 
 # One round of probes in, their outcomes out, in the same order.
@@ -88,7 +89,7 @@ class BatchSearch:
 
     @property
     def first_oom(self) -> int | None:
-        return min((b for b, o in self.outcomes.items() if o.status == "oom"), default=None)
+        return min((b for b, o in self.outcomes.items() if o.status is TrialStatus.OOM), default=None)
 
     @property
     def largest_fit(self) -> int | None:
@@ -99,7 +100,10 @@ class BatchSearch:
 
     @property
     def error(self) -> str | None:
-        return next((o.error or "failed" for o in self.outcomes.values() if o.status == "failed"), None)
+        return next(
+            (o.error or TrialStatus.FAILED.value for o in self.outcomes.values() if o.status is TrialStatus.FAILED),
+            None,
+        )
 
     def next_batch(self) -> int | None:
         if self.error is not None or len(self.outcomes) >= self.limits.max_probes:
@@ -127,7 +131,7 @@ class BatchSearch:
             "throughput": best.throughput if best else None,
             "probes": len(self.outcomes),
             "probed_micro_batches": list(self.outcomes),
-            "probe_statuses": [o.status for o in self.outcomes.values()],
+            "probe_statuses": [o.status.value for o in self.outcomes.values()],
             "error": self.error,
         }
 

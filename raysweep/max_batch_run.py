@@ -10,7 +10,6 @@ not search again.
 
 from __future__ import annotations
 
-import json
 import shutil
 from typing import Any
 
@@ -18,6 +17,7 @@ import pyarrow.parquet as pq
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from raysweep.core.status import TrialStatus
 from raysweep.core.store import ResultStore, atomic_write_table
 from raysweep.max_batch import (
     ProbeOutcome,
@@ -61,8 +61,10 @@ def outcomes_of(trials: list[TrialParams], rows: list[dict[str, Any]]) -> list[P
     by_params = {row["params_json"]: row for row in rows}
     outcomes = []
     for params in trials:
-        row = by_params.get(json.dumps(params.to_dict(), sort_keys=True))
-        outcomes.append(ProbeOutcome.of_trial_row(row) if row else ProbeOutcome("failed", error="probe left no row"))
+        row = by_params.get(params.key())
+        outcomes.append(
+            ProbeOutcome.of_trial_row(row) if row else ProbeOutcome(TrialStatus.FAILED, error="probe left no row")
+        )
     return outcomes
 
 
@@ -70,7 +72,7 @@ def round_line(number: int, trials: list[TrialParams], outcomes: list[ProbeOutco
     batches = ", ".join(str(t.micro_batch_per_worker) for t in trials)
     counts: dict[str, int] = {}
     for outcome in outcomes:
-        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+        counts[outcome.status.value] = counts.get(outcome.status.value, 0) + 1
     statuses = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     plural = "s" if len(trials) != 1 else ""
     return f"find-max-batch round {number}: {len(trials)} configuration{plural} at micro batch {batches}: {statuses}"

@@ -18,8 +18,8 @@ from pathlib import Path
 from ray.tune.logger import LoggerCallback
 
 from raysweep.core.errors import UsageError
-from raysweep.core.params import TrialParams
 from raysweep.core.schema import EPOCH_KEY, TRIAL_KEY, TrialReport, columns_of
+from raysweep.core.spec import spec_of
 from raysweep.tensorboard_logger import EPOCH_SCALARS, finite, run_name, trial_parameters
 
 MLFLOW_DB = "mlflow.db"
@@ -71,7 +71,7 @@ class MLflowCallback(LoggerCallback):
 
         if trial.trial_id in self.runs:  # a trial restarted after its worker group failed: the same run
             return
-        params = TrialParams.from_dict(trial.config["params"])
+        params = spec_of(trial.config).params
         run = self.client.create_run(
             self.experiment_id, run_name=run_name(trial.trial_id, params), tags={"trial_id": trial.trial_id}
         )

@@ -18,6 +18,8 @@ from typing import TextIO
 from ray.tune import Callback
 
 from raysweep.core.params import TrialParams
+from raysweep.core.spec import SPEC_KEY, spec_of
+from raysweep.core.status import TrialStatus, trial_outcome
 from raysweep.sweep_metrics import SweepCounts, SweepMetrics
 
 # Tune's trial statuses, grouped into what a person watching a sweep cares about.
@@ -62,36 +64,38 @@ def plain(text: str) -> str:
     return " ".join(CONTROL_CHARS.sub(" ", text).split())
 
 
+def params_of(trial) -> TrialParams | None:
+    """The trial's parameters (None for a trial Tune holds no spec of)."""
+    return spec_of(trial.config).params if SPEC_KEY in trial.config else None
+
+
 def trial_label(trial) -> str:
     """``<trial_id> (w2 mb64 acc1)``, with the micro batch each rank trains (a fixed global batch sets it)."""
-    params = trial.config.get("params")
+    params = params_of(trial)
     if params is None:
         return trial.trial_id
-    return f"{trial.trial_id} ({TrialParams.from_dict(params).batch_label(' ')})"
+    return f"{trial.trial_id} ({params.batch_label(' ')})"
 
 
-def reached_last_epoch(last: dict) -> bool:
-    """A trial Tune ended normally is completed if it reached its last epoch (the recorder's rule).
-
-    One with no result at all was finished before a resume and skipped by its driver.
-    """
-    return "final" not in last or bool(last["final"])
+# What the view shows of a trial not yet ended, beside the statuses of ended ones.
+RUNNING, PENDING = "running", "pending"
+State = TrialStatus | str
 
 
-def trial_state(trial, last: dict, known: dict[str, str]) -> str:
-    """completed, failed, running or pending.  ``known`` holds what the callbacks just saw: Tune
-    calls them before it updates the trial's status."""
+def trial_state(trial, last: dict, known: dict[str, State]) -> State:
+    """Its status once ended (the recorder's rule; ``oom`` counts as failed here), else running or pending.
+    ``known`` holds what the callbacks just saw: Tune calls them before it updates the trial's status."""
     if trial.status == "TERMINATED":
-        return "completed" if reached_last_epoch(last) else "stopped"
+        return trial_outcome(last)
     if trial.status == "ERROR":
-        return "failed"
+        return TrialStatus.FAILED
     if trial.trial_id in known:
         return known[trial.trial_id]
-    return "running" if trial.status in RUNNING_STATES else "pending"
+    return RUNNING if trial.status in RUNNING_STATES else PENDING
 
 
 def count_trials(
-    trials: list, total: int, known: dict[str, str] | None = None, results: dict[str, dict] | None = None
+    trials: list, total: int, known: dict[str, State] | None = None, results: dict[str, dict] | None = None
 ) -> SweepCounts:
     """Trials by state, best throughput and the share of work done.  ``known`` and ``results`` are
     the states and last results the callbacks saw, newer than the Trial objects during a callback."""
@@ -100,12 +104,19 @@ def count_trials(
     for trial in trials:
         last = (results or {}).get(trial.trial_id) or trial.last_result or {}
         state = trial_state(trial, last, known or {})
-        if state in ("completed", "stopped", "failed"):
+        if state is TrialStatus.COMPLETED:
             progress += 1
-            setattr(counts, state, getattr(counts, state) + 1)
-        elif state == "running":
+            counts.completed += 1
+        elif state is TrialStatus.STOPPED:
+            progress += 1
+            counts.stopped += 1
+        elif isinstance(state, TrialStatus):
+            progress += 1
+            counts.failed += 1
+        elif state == RUNNING:
             counts.running += 1
-            epochs = trial.config.get("params", {}).get("epochs") or 0
+            params = params_of(trial)
+            epochs = params.epochs if params else 0
             if epochs and "epoch" in last:
                 progress += min(1.0, (last["epoch"] + 1) / epochs)
         throughput = last.get("throughput")
@@ -144,7 +155,7 @@ class ProgressCallback(Callback):
         self.last_print = 0.0
         self.last_publish = 0.0
         self.drawn = False  # a TTY status line is on screen, waiting to be replaced
-        self.known: dict[str, str] = {}
+        self.known: dict[str, State] = {}
         self.results: dict[str, dict] = {}
         self.stream: TextIO | None = None
 
@@ -161,28 +172,27 @@ class ProgressCallback(Callback):
 
     # Tune's hooks: each trial event is one line; the step hook redraws or sends a heartbeat.
     def on_trial_start(self, iteration, trials, trial, **info):
-        self.known[trial.trial_id] = "running"
+        self.known[trial.trial_id] = RUNNING
         self.event(trials, f"trial {trial_label(trial)} started")
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         if "epoch" not in result:
             return
         self.results[trial.trial_id] = {k: result[k] for k in ("epoch", "throughput", "final") if k in result}
-        epochs = trial.config.get("params", {}).get("epochs", "?")
+        params = params_of(trial)
+        epochs = params.epochs if params else "?"
         throughput = result.get("throughput")
         rate = f", {throughput:.1f} samples/s" if isinstance(throughput, (int, float)) else ""
         self.event(trials, f"trial {trial.trial_id} epoch {result['epoch'] + 1}/{epochs}{rate}")
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         last = self.results.get(trial.trial_id) or trial.last_result or {}
-        # Tune ends a trial before its last epoch only when the sweep's scheduler stops it (the recorder's rule)
-        state = self.known[trial.trial_id] = "completed" if reached_last_epoch(last) else "stopped"
-        self.event(
-            trials, f"trial {trial.trial_id} {state if state == 'completed' else 'stopped early by the scheduler'}"
-        )
+        state = self.known[trial.trial_id] = trial_outcome(last)
+        ended = "stopped early by the scheduler" if state is TrialStatus.STOPPED else state.value
+        self.event(trials, f"trial {trial.trial_id} {ended}")
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        self.known[trial.trial_id] = "failed"
+        self.known[trial.trial_id] = TrialStatus.FAILED
         self.event(trials, f"trial {trial.trial_id} failed")
 
     def on_step_end(self, iteration, trials, **info):

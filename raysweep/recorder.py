@@ -6,16 +6,14 @@ CLI's process, so the tables land where the user asked, whatever the cluster.
 
 from __future__ import annotations
 
-import json
-import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ray import cloudpickle
 from ray.tune import Callback
 
-from raysweep.core.errors import is_out_of_memory
-from raysweep.core.params import TrialParams
+from raysweep.core.errors import RankOutOfMemory
 from raysweep.core.schema import (
     EPOCH_KEY,
     RANKS_KEY,
@@ -28,8 +26,10 @@ from raysweep.core.schema import (
     params_row,
     row_of,
 )
-from raysweep.core.status import TrialStatus
+from raysweep.core.spec import spec_of
+from raysweep.core.status import TrialStatus, trial_outcome
 from raysweep.core.store import ResultStore
+from raysweep.runtime.failures import find_error
 
 
 def error_summary(text: str) -> str:
@@ -44,10 +44,21 @@ def error_text(trial) -> str:
     return path.read_text(errors="replace") if path and path.is_file() else ""
 
 
-def peak_memory_in(text: str) -> float | None:
-    """The peak memory an out-of-memory rank put in its message (trainers.train_loop.out_of_memory)."""
-    found = re.findall(r"peak_mem_gib=([0-9.]+)", text)
-    return float(found[-1]) if found else None
+def raised(trial) -> BaseException | None:
+    """The exception the trial ended with, as Tune pickled it beside its text (None where it kept only the text)."""
+    path = Path(trial.pickled_error_file) if getattr(trial, "pickled_error_file", None) else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return cloudpickle.loads(path.read_bytes())
+    except Exception:  # it cannot be unpickled here: the text still says what happened
+        return None
+
+
+def peak_memory_of(error: BaseException | None) -> float | None:
+    """The peak memory of the rank that ran out of memory, where its typed error came through."""
+    oom = find_error(error, RankOutOfMemory)
+    return oom.peak_mem_gib if oom else None
 
 
 def rank_reports(result: dict) -> list[RankReport]:
@@ -70,7 +81,7 @@ class ResultTablesCallback(Callback):
         self.last_report: dict[str, float] = {}
         self.epoch_rows: dict[str, dict[int, dict]] = {}
         self.last_result: dict[str, dict] = {}
-        self.statuses: dict[str, str] = {}
+        self.statuses: dict[str, TrialStatus] = {}
         self.completed_before: dict[str, bool] = {}
 
     def on_trial_start(self, iteration, trials, trial, **info):
@@ -97,19 +108,15 @@ class ResultTablesCallback(Callback):
     def on_trial_complete(self, iteration, trials, trial, **info):
         result = self.last_result.get(trial.trial_id)
         if result is None:
-            self.write_trial(trial, "failed", "trial ended before its last epoch was reported")
-        elif not result.get("final"):
-            # Tune ended a trial that reported but not its last epoch: its scheduler stopped it
-            self.write_trial(trial, TrialStatus.STOPPED.value, None)
-        else:
-            self.write_trial(trial, "completed", None)
+            self.write_trial(trial, TrialStatus.FAILED, "trial ended before its last epoch was reported")
+        else:  # completed, or stopped early by the sweep's scheduler (reported, but not its last epoch)
+            self.write_trial(trial, trial_outcome(result), None)
 
     def on_trial_error(self, iteration, trials, trial, **info):
         text = error_text(trial)
-        if is_out_of_memory(text):
-            self.write_trial(trial, "oom", error_summary(text), peak_mem_gib=peak_memory_in(text))
-        else:
-            self.write_trial(trial, "failed", error_summary(text))
+        status = trial_outcome({}, text)
+        peak = peak_memory_of(raised(trial)) if status is TrialStatus.OOM else None
+        self.write_trial(trial, status, error_summary(text), peak_mem_gib=peak)
 
     def kept(self, trial_id: str) -> bool:
         """A completed row is final: a resumed sweep may start a trial Tune had not yet saved as done."""
@@ -117,18 +124,18 @@ class ResultTablesCallback(Callback):
             self.completed_before[trial_id] = trial_id not in self.statuses and self.store.is_completed(trial_id)
         return self.completed_before[trial_id]
 
-    def write_trial(self, trial, status: str, error: str | None, peak_mem_gib: float | None = None) -> None:
+    def write_trial(self, trial, status: TrialStatus, error: str | None, peak_mem_gib: float | None = None) -> None:
         tid = trial.trial_id
         if self.kept(tid):
             return
-        params = TrialParams.from_dict(trial.config["params"])
+        params = spec_of(trial.config).params
         last = self.last_result.get(tid, {})
         report = from_metrics(TrialReport, last[TRIAL_KEY]) if TRIAL_KEY in last else TrialReport()
         ranks = rank_reports(last)
         started = self.started.get(tid, time.time())
         now = time.time()
         record = TrialRecord(
-            status=status,
+            status=status.value,
             error=error,
             num_nodes=len({r.node for r in ranks}) if ranks else None,
             node_ids=[r.node for r in ranks] if ranks else None,
@@ -137,7 +144,7 @@ class ResultTablesCallback(Callback):
             setup_s=self.first_step[tid] - started if tid in self.first_step else None,
             teardown_s=now - self.last_report[tid] if tid in self.last_report else None,
             trial_wall_s=now - started,
-            params_json=json.dumps(params.to_dict(), sort_keys=True),
+            params_json=params.key(),
             started_at=datetime.fromtimestamp(started, timezone.utc),
             finished_at=datetime.fromtimestamp(now, timezone.utc),
         )

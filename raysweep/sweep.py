@@ -17,6 +17,7 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import raysweep_version
+from raysweep.core.spec import TrialSpec
 from raysweep.core.store import ResultStore
 from raysweep.economy import economy_line, sweep_economy
 from raysweep.options import SweepOptions
@@ -164,14 +165,16 @@ def trials_tuner(
     ``space``'s search settings add a Tune scheduler and, for an adaptive search, make ``trials`` the
     templates (one per grid point) of the trials its searcher proposes.
     """
-    base_config = {
-        "sweep": store.sweep,
-        "sweep_dir": str(store.root.resolve()),
-        "storage_path": train_storage(store),
-        "collective_timeout_s": options.collective_timeout,
-        "max_failures": options.max_failures,
-        "share_workers": options.share_workers,
-    }
+    base_spec = TrialSpec(
+        sweep=store.sweep,
+        sweep_dir=str(store.root.resolve()),
+        storage_path=train_storage(store),
+        collective_timeout_s=options.collective_timeout,
+        max_failures=options.max_failures,
+        share_workers=options.share_workers,
+        index=-1,
+        params=TrialParams(),
+    )
     search = space.search if space is not None else SearchConfig()
     fit = {"max_concurrent": options.max_concurrent_trials, "finished_params": store.finished_params}
     if search.adaptive:
@@ -182,12 +185,12 @@ def trials_tuner(
             search.metric,
             search.mode,
             Capacity.of_cluster(),
-            base_config,
+            base_spec,
             **fit,
         )
         total = len(trials) * space.num_samples
     else:
-        searcher, total = FitSearcher(trials, Capacity.of_cluster(), base_config, **fit), len(trials)
+        searcher, total = FitSearcher(trials, Capacity.of_cluster(), base_spec, **fit), len(trials)
     return tune.Tuner(
         trainable(),
         tune_config=tune.TuneConfig(

@@ -15,6 +15,7 @@ from ray.tune.logger import LoggerCallback
 
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import EPOCH_KEY, RANKS_KEY, params_row
+from raysweep.core.spec import spec_of
 
 # Written per epoch from the ``epochs`` row; rank figures from each rank's row.
 EPOCH_SCALARS = {
@@ -81,7 +82,7 @@ class TensorBoardCallback(LoggerCallback):
     def log_trial_start(self, trial) -> None:
         if trial.trial_id in self.writers:
             self.writers[trial.trial_id].close()
-        params = TrialParams.from_dict(trial.config["params"])
+        params = spec_of(trial.config).params
         writer = self.writer_for(self.root / run_name(trial.trial_id, params))
         writer.add_text("params", "\n".join(f"    {k}: {v}" for k, v in sorted(params.to_dict().items())), 0)
         writer.file_writer.add_summary(hparams_summaries(params)[0])
@@ -106,7 +107,7 @@ class TensorBoardCallback(LoggerCallback):
     def log_trial_end(self, trial, failed: bool = False) -> None:
         writer = self.writers.pop(trial.trial_id, None)
         if writer is not None:
-            writer.file_writer.add_summary(hparams_summaries(TrialParams.from_dict(trial.config["params"]))[1])
+            writer.file_writer.add_summary(hparams_summaries(spec_of(trial.config).params)[1])
             writer.close()
 
     def on_experiment_end(self, trials, **info) -> None:

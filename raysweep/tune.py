@@ -8,14 +8,21 @@ from dataclasses import dataclass
 
 import yaml
 
-from raysweep.api import check_space, needs_missing_gpu, resolve_space, resume_sweep, run_planned, sweep_name
+from raysweep.api import (
+    SweepPlan,
+    check_sweep,
+    needs_missing_gpu,
+    plan_checked,
+    resolve_space,
+    resume_sweep,
+    run_planned,
+)
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import REPORTED_METRICS
-from raysweep.max_batch import SearchLimits, search_plan
+from raysweep.max_batch import SearchLimits
 from raysweep.options import SweepOptions
-from raysweep.plan import local_capacity, plan_trials, trial_table
-from raysweep.runtime.capacity import Capacity
+from raysweep.plan import trial_table
 from raysweep.search_config import SCHEDULERS, SEARCHERS, SearchChoices, describe
 from raysweep.space import SearchSpace, list_spaces, load_yaml
 from raysweep.trackers import TRACKERS
@@ -23,7 +30,7 @@ from raysweep.trackers import TRACKERS
 EXAMPLES = """examples:
   python -m raysweep.tune --space batch_grid                       # embedded default: local Ray, CPU workers
   python -m raysweep.tune --space batch_grid --dry-run             # the trial table, nothing started
-  python -m raysweep.tune --space batch_grid --model vit_base_patch16_224 --dataset synthetic
+  python -m raysweep.tune --space batch_grid --model vit_base_patch16_224 --dataset synthetic --set image_size=224
   python -m raysweep.tune --space my_space.yaml --set num_workers=[1,2] --set epochs=1
   python -m raysweep.tune --space strong_scaling --address ray://head:10001
   python -m raysweep.tune --list-params                            # every trial parameter
@@ -261,14 +268,12 @@ def run(command: Command) -> int:
         for f in TrialParams.__dataclass_fields__.values():
             print(f"{f.name:24s} default {f.default!r:24s} {f.metadata.get('doc', '')}")
         return 0
-    options.check()
     if command.resume:
         return 0 if resume_sweep(command.resume, options).all_completed else 1
     if not command.space:
         raise UsageError("--space is required (a bundled name, see --list-spaces, or a .yaml path)")
-    space = resolve_space(command.space, command.overrides, command.search, command.repeats)
-    sweep_name(space, options)
-    static = check_space(space, options)
+    checked = check_sweep(options, resolve_space(command.space, command.overrides, command.search, command.repeats))
+    space = checked.space
 
     # A GPU-only space on a machine without GPUs is skipped, and a dry run says so rather than
     # planning CPU trials that would never run (--assume-gpus plans for GPUs instead).
@@ -283,42 +288,31 @@ def run(command: Command) -> int:
         return 0
 
     if command.dry_run:
-        if options.address:
-            capacity = joined_capacity(options.address)
-        else:
-            capacity = local_capacity(static, command.assume_gpus)
-        return dry_run(space, capacity, local_files=not options.address, find_max_batch=options.find_max_batch)
-    return 0 if run_planned(options, space).all_completed else 1
-
-
-def joined_capacity(address: str) -> Capacity:
-    from raysweep.runtime.cluster import join
-
-    join(address)
-    return Capacity.of_cluster()
-
-
-def dry_run(
-    space: SearchSpace, capacity: Capacity, *, local_files: bool, find_max_batch: SearchLimits | None = None
-) -> int:
-    trials, notes = plan_trials(space, capacity, local_files=local_files)
-    print(f"space {space.name}: {space.description}")
-    print(f"cluster: {capacity.describe()}")
-    if not space.search.plain:
-        return adaptive_dry_run(space, trials, notes)
-    print(trial_table(trials))
-    for note in notes:
-        print(note)
-    if find_max_batch is not None:
-        for line in search_plan(trials, find_max_batch):
-            print(line)
-        print(f"at most {len(trials)} trials after the search; dry run: nothing started.")
+        print_plan(plan_checked(checked, command.assume_gpus))
         return 0
-    print(f"{len(trials)} trials; dry run: nothing started.")
-    return 0
+    return 0 if run_planned(checked).all_completed else 1
 
 
-def adaptive_dry_run(space: SearchSpace, trials: list[TrialParams], notes: list[str]) -> int:
+def print_plan(plan: SweepPlan) -> None:
+    """The dry run's output: the space, the cluster planned for, the trial table and the notes (a scheduled
+    or adaptive sweep: its search space, rungs and budget instead of the table)."""
+    print(f"space {plan.space.name}: {plan.space.description}")
+    print(f"cluster: {plan.cluster}")
+    if not plan.space.search.plain:
+        adaptive_dry_run(plan.space, plan.trials, plan.notes)
+        return
+    print(trial_table(plan.trials))
+    for note in plan.notes:
+        print(note)
+    if plan.search is not None:
+        for line in plan.search:
+            print(line)
+        print(f"at most {len(plan.trials)} trials after the search; dry run: nothing started.")
+        return
+    print(f"{len(plan.trials)} trials; dry run: nothing started.")
+
+
+def adaptive_dry_run(space: SearchSpace, trials: list[TrialParams], notes: list[str]) -> None:
     """A scheduled or adaptive sweep's plan: its search space, the scheduler's rungs and the budget."""
     print("search space:")
     for index, grid in enumerate(space.grids):
@@ -333,7 +327,6 @@ def adaptive_dry_run(space: SearchSpace, trials: list[TrialParams], notes: list[
     for line in describe(space.search, epochs, budget):
         print(line)
     print("dry run: nothing started.")
-    return 0
 
 
 if __name__ == "__main__":

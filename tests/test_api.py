@@ -44,6 +44,20 @@ def test_a_good_space_reaches_ray_and_only_then_the_tripwire(tmp_path):
         raysweep.run_sweep({"fixed": {"epochs": 1}}, results_dir=tmp_path, name="ok")
 
 
+def test_plan_sweep_is_the_dry_run_as_a_typed_plan_and_starts_nothing():
+    plan = raysweep.plan_sweep("batch_grid", overrides={"num_workers": [1, 2]}, assume_gpus=8)
+    assert plan.cluster == "64 CPU + 8 GPU" and plan.space.name == "batch_grid"
+    assert {(t.num_workers, t.device, t.precision) for t in plan.trials} == {(1, "gpu", "bf16"), (2, "gpu", "bf16")}
+    assert len(plan.trials) == 10 and plan.search is None
+    with_search = raysweep.plan_sweep("batch_grid", assume_gpus=8, find_max_batch=True)
+    assert with_search.search and with_search.search[0].startswith("find-max-batch: 1 configuration would be probed")
+
+
+def test_plan_sweep_refuses_what_run_sweep_refuses():
+    with pytest.raises(UsageError, match="lr must be a finite number, got inf"):
+        raysweep.plan_sweep("batch_grid", overrides={"lr": float("inf")}, assume_gpus=8)
+
+
 def test_load_sweep_reads_the_tables_of_a_sweep_directory(tmp_path):
     store = ResultStore(tmp_path, "s")
     store.write_rows("trials", "t1", [{"trial_id": "t1", "status": "completed", "num_workers": 2}])

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from raysweep.checks import check_trial
+from raysweep.checks import check_trial, check_values
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from trainers.models import PRESETS
+from trainers.sequence_parallel_check import declared_token_shape, token_shape
 
 
 def params(**values) -> TrialParams:
@@ -54,3 +56,40 @@ def test_data_dir_that_is_a_file_is_rejected(tmp_path):
 
 def test_nonexistent_data_dir_is_fine_when_it_will_be_downloaded(tmp_path):
     check_trial(params(dataset="cifar10", data_dir=str(tmp_path / "new"), download=True))
+
+
+# ---- before Ray starts: the values and the model's declared shape, no timm -------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"image_size": 3}, "image_size=3 is smaller than the 4-pixel patches of model=vit_micro_patch4_32"),
+        ({"model": "vit_base_patch16_224", "image_size": 8}, "smaller than the 16-pixel patches"),
+        ({"num_workers": 2, "sequence_parallel": 2}, "sequence_parallel=2 needs a ViT without class token"),
+        (
+            {"model": "vit_micro_avg_patch4_32", "num_workers": 3, "sequence_parallel": 3},
+            "sequence_parallel=3 must divide the 4 attention heads",
+        ),
+        (
+            {"model": "vit_micro_avg_patch4_32", "image_size": 20, "num_workers": 2, "sequence_parallel": 2},
+            "sequence_parallel=2 must divide the 25 tokens per image",
+        ),
+        ({"lr": float("nan")}, "lr must be a finite number"),
+    ],
+)
+def test_check_values_refuses_what_can_never_train_before_ray_starts(values, message):
+    with pytest.raises(UsageError, match=message):
+        check_values(params(**values))
+
+
+def test_check_values_passes_what_trains_and_leaves_unknown_timm_models_to_planning():
+    check_values(params(model="vit_micro_avg_patch4_32", num_workers=2, sequence_parallel=2))
+    check_values(params(image_size=30))  # 7x7 patches of 4 px: timm drops the last 2 px, it trains
+    check_values(params(model="deit_tiny_patch16_224", num_workers=2, sequence_parallel=2))  # heads: timm's
+
+
+@pytest.mark.parametrize("model", sorted(PRESETS))
+@pytest.mark.parametrize("image_size", [0, 64])
+def test_a_presets_declared_shape_is_the_shape_timm_builds(model, image_size):
+    assert declared_token_shape(model, image_size) == token_shape(model, image_size)

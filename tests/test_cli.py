@@ -91,7 +91,7 @@ def test_dry_run_assuming_8_gpus_plans_gpu_bf16_trials(capsys, results):
         "--space", "batch_grid", "--dry-run", "--assume-gpus", "8",
         "--model", "vit_base_patch16_224", "--dataset", "synthetic", "--set", "num_workers=[1,2,4,8]",
         "--repeats", "1",
-        "--results-dir", str(results),
+        "--set", "image_size=224", "--results-dir", str(results),
     )  # fmt: skip
     assert code == 0, err
     assert "8 GPU" in out
@@ -167,6 +167,34 @@ BAD_INPUT = {
         "--max-concurrent-trials must be >= 0",
     ),
     "no space": ([], "--space is required"),
+    # never trains, and known from the values and the model's declared shape before Ray starts
+    "nan learning rate": (["--space", "batch_grid", "--set", "lr=nan"], "lr must be a finite number, got nan"),
+    "infinite weight decay": (
+        ["--space", "batch_grid", "--set", "weight_decay=.inf"],
+        "weight_decay must be a finite number, got inf",
+    ),
+    "image smaller than a patch": (
+        ["--space", "batch_grid", "--set", "image_size=3"],
+        "image_size=3 is smaller than the 4-pixel patches of model=vit_micro_patch4_32",
+    ),
+    "sequence parallel with ZeRO-3": (
+        ["--space", "batch_grid", "--set", "num_workers=2", "--set", "sequence_parallel=2", "--set", "zero_stage=3"],
+        "sequence_parallel=2 supports zero_stage in (0, 1, 2), got zero_stage=3",
+    ),
+    "sequence parallel over a class token": (
+        ["--space", "batch_grid", "--set", "num_workers=2", "--set", "sequence_parallel=2"],
+        "sequence_parallel=2 needs a ViT without class token",
+    ),
+    "sequence parallel not dividing the heads": (
+        ["--space", "batch_grid", "--model", "vit_micro_avg_patch4_32"]
+        + ["--set", "num_workers=3", "--set", "sequence_parallel=3"],
+        "sequence_parallel=3 must divide the 4 attention heads of model=vit_micro_avg_patch4_32",
+    ),
+    "sequence parallel not dividing the tokens": (
+        ["--space", "batch_grid", "--model", "vit_micro_avg_patch4_32", "--set", "image_size=20"]
+        + ["--set", "num_workers=2", "--set", "sequence_parallel=2"],
+        "sequence_parallel=2 must divide the 25 tokens per image of model=vit_micro_avg_patch4_32",
+    ),
 }
 
 

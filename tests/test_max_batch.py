@@ -9,6 +9,7 @@ import pytest
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from raysweep.core.status import TrialStatus
 from raysweep.max_batch import (
     MAX_BATCH,
     BatchSearch,
@@ -37,11 +38,11 @@ class EdgeProbe:
         for t in trials:
             b = t.micro_batch_per_worker
             if self.fail.get(t.engine) == b:
-                outcomes.append(ProbeOutcome("failed", error="RuntimeError: NCCL timeout"))
+                outcomes.append(ProbeOutcome(TrialStatus.FAILED, error="RuntimeError: NCCL timeout"))
             elif b <= self.edges[t.engine]:
-                outcomes.append(ProbeOutcome("completed", peak_mem_gib=0.1 * b, throughput=10.0 * b))
+                outcomes.append(ProbeOutcome(TrialStatus.COMPLETED, peak_mem_gib=0.1 * b, throughput=10.0 * b))
             else:
-                outcomes.append(ProbeOutcome("oom", peak_mem_gib=0.1 * b))
+                outcomes.append(ProbeOutcome(TrialStatus.OOM, peak_mem_gib=0.1 * b))
         return outcomes
 
     def probed(self, engine: str) -> list[int]:
@@ -113,9 +114,9 @@ def test_no_batch_is_probed_twice_and_an_oom_is_not_retried():
 
 def test_recording_a_batch_again_is_refused():
     s = BatchSearch(16, SearchLimits())
-    s.record(16, ProbeOutcome("oom"))
+    s.record(16, ProbeOutcome(TrialStatus.OOM))
     with pytest.raises(ValueError, match="probed already"):
-        s.record(16, ProbeOutcome("completed"))
+        s.record(16, ProbeOutcome(TrialStatus.COMPLETED))
 
 
 def test_a_failure_other_than_oom_ends_that_configurations_search():
@@ -200,4 +201,4 @@ def test_rows_make_a_max_batch_table():
 
 def test_a_probe_outcome_reads_a_trials_row():
     outcome = ProbeOutcome.of_trial_row({"status": "oom", "peak_mem_gib": 7.5, "throughput": None, "error": "OOM"})
-    assert outcome == ProbeOutcome("oom", 7.5, None, "OOM") and not outcome.fits
+    assert outcome == ProbeOutcome(TrialStatus.OOM, 7.5, None, "OOM") and not outcome.fits

@@ -8,6 +8,7 @@ import pytest
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from raysweep.core.status import TrialStatus
 from raysweep.core.store import ResultStore, atomic_write_table
 from raysweep.max_batch import (
     ProbeOutcome,
@@ -34,14 +35,14 @@ def test_outcomes_follow_the_probes_order_and_a_probe_without_a_row_failed():
         {"params_json": params_json(probes[1]), "status": "oom", "peak_mem_gib": 3.5, "throughput": None, "error": "x"},
     ]
     assert outcomes_of(probes, rows) == [
-        ProbeOutcome("failed", error="probe left no row"),
-        ProbeOutcome("oom", 3.5, None, "x"),
+        ProbeOutcome(TrialStatus.FAILED, error="probe left no row"),
+        ProbeOutcome(TrialStatus.OOM, 3.5, None, "x"),
     ]
 
 
 def test_a_round_line_counts_configurations_batches_and_statuses():
     probes = [TrialParams(micro_batch_per_worker=b) for b in (64, 128, 32)]
-    outcomes = [ProbeOutcome("completed"), ProbeOutcome("oom"), ProbeOutcome("completed")]
+    outcomes = [ProbeOutcome(TrialStatus.COMPLETED), ProbeOutcome(TrialStatus.OOM), ProbeOutcome(TrialStatus.COMPLETED)]
     assert round_line(2, probes, outcomes) == (
         "find-max-batch round 2: 3 configurations at micro batch 64, 128, 32: 2 completed, 1 oom"
     )

@@ -219,6 +219,29 @@ def test_validate_accepts_the_good_neighbours_of_the_bad_values(tmp_path):
     params(engine="fsdp", num_workers=2, device="gpu", precision="bf16").validate()
 
 
+NUMERIC_FIELDS = [f.name for f in dataclasses.fields(TrialParams) if type(f.default) in (int, float)]
+FLOAT_FIELDS = [f.name for f in dataclasses.fields(TrialParams) if type(f.default) is float]
+
+
+@pytest.mark.parametrize("name", NUMERIC_FIELDS)
+def test_every_numeric_parameter_has_a_range_that_refuses_a_negative_value(name):
+    with pytest.raises(UsageError, match=name):
+        params(**{name: -1}).validate()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+@pytest.mark.parametrize("name", FLOAT_FIELDS)
+def test_every_float_parameter_refuses_a_non_finite_value(name, value):
+    with pytest.raises(UsageError, match=f"^{name} must be a finite number, got {value}$"):
+        params(**{name: value}).validate()
+
+
+def test_sequence_parallel_refuses_zero_3_and_runs_with_zero_2():
+    with pytest.raises(UsageError, match=r"sequence_parallel=2 supports zero_stage in \(0, 1, 2\), got zero_stage=3"):
+        params(num_workers=2, sequence_parallel=2, zero_stage=3).validate()
+    params(num_workers=2, sequence_parallel=2, zero_stage=2).validate()
+
+
 def test_non_integer_slow_ranks_is_a_usage_error():
     with pytest.raises(UsageError, match="slow_ranks"):
         params(slow_ranks="a", num_workers=2).validate()

@@ -20,6 +20,7 @@ from raysweep.progress import (
 )
 from raysweep.sweep_metrics import SweepMetrics
 from raysweep.tensorboard_logger import run_name
+from tests.specs import tune_config
 
 # Anything a plain log must not hold: C0 controls but newline, DEL, and escape sequences.
 CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
@@ -29,8 +30,8 @@ def fake_trial(trial_id: str, status: str, epoch: int | None = None, epochs: int
     last = {}
     if epoch is not None:
         last = {"epoch": epoch, "throughput": throughput, "final": final if final is not None else epoch == epochs - 1}
-    params = {"num_workers": 2, "micro_batch_per_worker": 16, "grad_accum_steps": 1, "epochs": epochs}
-    return SimpleNamespace(trial_id=trial_id, status=status, config={"params": params}, last_result=last)
+    params = TrialParams(num_workers=2, micro_batch_per_worker=16, grad_accum_steps=1, epochs=epochs)
+    return SimpleNamespace(trial_id=trial_id, status=status, config=tune_config(params), last_result=last)
 
 
 # ---- ETA math ---------------------------------------------------------------------------------
@@ -134,8 +135,8 @@ def test_plain_log_has_whole_lines_without_control_characters():
 
 def test_trial_label_names_the_micro_batch_a_fixed_global_batch_gives_each_rank():
     # strong_scaling fixes global_batch 256: at 2 ranks each trains 128, whatever micro_batch_per_worker says
-    params = TrialParams(num_workers=2, micro_batch_per_worker=32, global_batch=256).to_dict()
-    trial = SimpleNamespace(trial_id="t1", config={"params": params})
+    params = TrialParams(num_workers=2, micro_batch_per_worker=32, global_batch=256)
+    trial = SimpleNamespace(trial_id="t1", config=tune_config(params))
     assert trial_label(trial) == "t1 (w2 mb128 acc1)"
     assert trial_label(SimpleNamespace(trial_id="t2", config={})) == "t2"
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import types
 
 import pytest
+from ray.exceptions import RayTaskError
+from ray.train import WorkerGroupError
+from ray.train.v2._internal.exceptions import UserExceptionWithTraceback
 
+from raysweep.core.errors import RankOutOfMemory
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import (
     EPOCH_KEY,
@@ -23,11 +28,12 @@ from raysweep.core.schema import (
     row_of,
 )
 from raysweep.core.store import ResultStore
-from raysweep.recorder import ResultTablesCallback, peak_memory_in
+from raysweep.recorder import ResultTablesCallback, peak_memory_of
+from tests.specs import tune_config
 
 
 def trial(params: TrialParams):
-    return types.SimpleNamespace(trial_id="t1", config={"params": params.to_dict()}, error_file=None)
+    return types.SimpleNamespace(trial_id="t1", config=tune_config(params), error_file=None)
 
 
 def result(epoch: int, final: bool) -> dict:
@@ -89,6 +95,24 @@ def test_a_trial_that_ends_without_any_report_is_failed(tmp_path):
     assert row["status"] == "failed" and "before its last epoch" in row["error"]
 
 
-def test_peak_memory_of_an_out_of_memory_message():
-    assert peak_memory_in("OutOfMemoryError on rank 1: ... (peak_mem_gib=7.250)") == 7.25
-    assert peak_memory_in("RuntimeError: boom") is None
+def test_the_peak_memory_comes_from_the_typed_error_inside_ray_trains_and_tunes_wrappers():
+    oom = RankOutOfMemory(1, "CUDA out of memory", 7.25)
+    assert str(oom) == "OutOfMemoryError on rank 1: CUDA out of memory (peak_mem_gib=7.250)"
+    # a worker's exception, as Ray Train keeps it, inside the driver's, as Tune keeps it; pickled on the way
+    worker = UserExceptionWithTraceback(oom, traceback_str="Traceback ...")
+    driver = RayTaskError("train_driver_fn", "Traceback ...", WorkerGroupError("rank 1 failed", {1: worker}))
+    assert peak_memory_of(pickle.loads(pickle.dumps(driver))) == 7.25
+    assert peak_memory_of(RuntimeError("boom")) is None and peak_memory_of(None) is None
+
+
+def test_an_out_of_memory_error_writes_an_oom_row_with_the_typed_errors_peak(tmp_path):
+    store = ResultStore(tmp_path, "s")
+    error, pickled = tmp_path / "error.txt", tmp_path / "error.pkl"
+    error.write_text("Traceback ...\nRuntimeError: OutOfMemoryError on rank 0: injected (peak_mem_gib=2.500)\n")
+    pickled.write_bytes(pickle.dumps(RayTaskError("f", "tb", RankOutOfMemory(0, "injected", 2.5))))
+    t = types.SimpleNamespace(
+        trial_id="t1", config=tune_config(TrialParams()), error_file=str(error), pickled_error_file=str(pickled)
+    )
+    ResultTablesCallback(store).on_trial_error(0, [], t)
+    (row,) = store.read("trials").to_pylist()
+    assert row["status"] == "oom" and row["peak_mem_gib"] == 2.5 and "OutOfMemoryError" in row["error"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from raysweep.api import check_space, resolve_space
+from raysweep.api import check_sweep, resolve_space
 from raysweep.core.errors import UsageError
 from raysweep.options import SweepOptions
 from raysweep.search_config import SchedulerConfig, SearchChoices, describe, scheduler_from
@@ -57,16 +57,16 @@ def test_the_flags_replace_the_space_keys():
 )
 def test_bad_search_input_is_one_line_before_ray_starts(keys, choices, message):
     with pytest.raises(UsageError, match=message):
-        check_space(space(**keys).with_search(choices), SweepOptions())
+        check_sweep(SweepOptions(), space(**keys).with_search(choices))
 
 
 def test_optuna_needs_a_distribution_and_plain_choice_values():
     grid_only = space_from_mapping("s", {"axes": {"micro_batch_per_worker": [16]}, "search": "optuna"}, "s.yaml")
     with pytest.raises(UsageError, match="at least one distribution axis"):
-        check_space(grid_only, SweepOptions())
+        check_sweep(SweepOptions(), grid_only)
     odd = space_from_mapping("s", {"axes": {"slow_ranks": {"choice": [[0], [0]]}}, "search": "optuna"}, "s.yaml")
     with pytest.raises(UsageError, match="choice values must be numbers or strings"):
-        check_space(odd, SweepOptions())
+        check_sweep(SweepOptions(), odd)
 
 
 def test_the_adaptive_plan_names_rungs_and_budget():

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import pickle
 
 import pytest
 from ray.tune.search import Searcher
 
 from raysweep.core.params import TrialParams
+from raysweep.core.spec import SPEC_KEY
 from raysweep.runtime.capacity import Capacity
 from raysweep.runtime.searcher import FitSearcher
+from tests.specs import trial_spec
 
-BASE = {"sweep": "s", "storage_path": "/tmp/x", "collective_timeout_s": 60, "max_failures": 0}
+BASE = trial_spec(index=-1)
 
 
 def cpu_trial(workers: int, **kw) -> TrialParams:
@@ -23,20 +27,20 @@ def gpu_trial(workers: int) -> TrialParams:
 
 
 def searcher(trials, cpus=4.0, gpus=0.0, max_concurrent=0) -> FitSearcher:
-    return FitSearcher(trials, Capacity({"node": {"CPU": cpus, "GPU": gpus}}), dict(BASE), max_concurrent)
+    return FitSearcher(trials, Capacity({"node": {"CPU": cpus, "GPU": gpus}}), BASE, max_concurrent)
 
 
 def index_of(suggestion) -> int:
     assert isinstance(suggestion, dict), f"expected a trial config, got {suggestion!r}"
-    return suggestion["index"]
+    return suggestion[SPEC_KEY].index
 
 
-def test_suggestion_carries_the_base_config_the_index_and_the_params():
+def test_suggestion_is_the_base_spec_with_the_index_and_the_params_under_one_key():
     trials = [cpu_trial(1, micro_batch_per_worker=16), cpu_trial(1, micro_batch_per_worker=64)]
     s = searcher(trials)
     config = s.suggest("t0")
-    assert config == {**BASE, "index": 0, "params": trials[0].to_dict()}
-    assert TrialParams.from_dict(config["params"]) == trials[0]
+    assert config == {SPEC_KEY: dataclasses.replace(BASE, index=0, params=trials[0])}
+    assert pickle.loads(pickle.dumps(config)) == config  # Tune pickles a trial's config with the experiment
 
 
 def test_trials_are_handed_out_in_order_while_they_fit_then_finished():
@@ -131,7 +135,7 @@ def test_whole_sweep_drains_without_deadlock():
             assert running, "waiting with nothing running would deadlock"
             s.on_trial_complete(running.pop(0))
             continue
-        started.append(suggestion["index"])
+        started.append(index_of(suggestion))
         running.append(trial_id)
     assert sorted(started) == list(range(len(trials)))
     for trial_id in running:

@@ -6,11 +6,14 @@ the one way a model is made (as in timm: a registry of names, one factory).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from raysweep.core.errors import UsageError
 
-# name -> (timm architecture, keyword arguments)
+# name -> (timm architecture, keyword arguments). Each preset states its input size, patch size and heads
+# (the architecture's own where they are its defaults), so a sweep's plan knows them without timm
+# (``trainers.sequence_parallel_check.declared_token_shape``).
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     # The CPU default: a 4-block ViT on 32x32 inputs with 4x4 patches (64 tokens).
     "vit_micro_patch4_32": (
@@ -18,16 +21,31 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
         {"img_size": 32, "patch_size": 4, "embed_dim": 96, "depth": 4, "num_heads": 3},
     ),
     # CIFAR-native ViT-S: 32x32 inputs, 4x4 patches.
-    "vit_small_patch4_32": ("vit_small_patch16_224", {"img_size": 32, "patch_size": 4}),
+    "vit_small_patch4_32": ("vit_small_patch16_224", {"img_size": 32, "patch_size": 4, "num_heads": 6}),
     # Sequence parallelism splits the patch tokens, so these have no class token (197 tokens at 224 px is
     # prime) and average-pool: ViT-B/16 (12 heads; 196, 784, 3136 tokens at 224, 448, 896 px) and a CPU one.
-    "vit_base_patch16_avg_224": ("vit_base_patch16_224", {"class_token": False, "global_pool": "avg"}),
+    "vit_base_patch16_avg_224": (
+        "vit_base_patch16_224",
+        {"img_size": 224, "patch_size": 16, "num_heads": 12, "class_token": False, "global_pool": "avg"},
+    ),
     "vit_micro_avg_patch4_32": (
         "vit_tiny_patch16_224",
         {"img_size": 32, "patch_size": 4, "embed_dim": 96, "depth": 4, "num_heads": 4, "class_token": False}
         | {"global_pool": "avg"},
     ),
 }
+
+
+# timm's ViT names state their patch size (vit_base_patch16_224).
+PATCH_IN_NAME = re.compile(r"patch(\d+)")
+
+
+def declared_patch_size(name: str) -> int | None:
+    """The patch size a preset declares or a timm name states, without timm; None where neither does."""
+    if name in PRESETS:
+        return int(PRESETS[name][1]["patch_size"])
+    found = PATCH_IN_NAME.search(name)
+    return int(found.group(1)) if found else None
 
 
 def check_model_name(name: str) -> None:

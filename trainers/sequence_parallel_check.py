@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from raysweep.core.errors import UsageError
-from raysweep.core.params import TrialParams
+from raysweep.core.params import SP_ZERO_STAGES, TrialParams
 
 SP_ENGINES = ("deepspeed", "ddp")
-SP_ZERO_STAGES = (0, 1, 2)
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,23 @@ def token_shape(model_name: str, image_size: int = 0) -> TokenShape:
         num_tokens=int(vit.patch_embed.num_patches) + prefix,
         prefix_tokens=prefix,
         global_pool=str(getattr(vit, "global_pool", "")),
+    )
+
+
+def declared_token_shape(model_name: str, image_size: int = 0) -> TokenShape | None:
+    """Heads and tokens of a raysweep preset from its declared arguments, without timm; None for other models."""
+    from trainers.models import PRESETS
+
+    if model_name not in PRESETS:
+        return None
+    _, kwargs = PRESETS[model_name]
+    size, patch = image_size or kwargs["img_size"], kwargs["patch_size"]
+    prefix = 1 if kwargs.get("class_token", True) else 0
+    return TokenShape(
+        num_heads=kwargs["num_heads"],
+        num_tokens=(size // patch) ** 2 + prefix,
+        prefix_tokens=prefix,
+        global_pool=kwargs.get("global_pool", "token"),
     )
 
 

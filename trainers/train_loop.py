@@ -1,14 +1,15 @@
 """The per-worker training loop: one rank of a DeepSpeed (or DDP) data-parallel ViT trial.
 
-``train_trial(config, resume_from)`` and ``train_epoch`` read as the algorithm; reporting lives in the
-small helpers below them, what the steps measure behind the hooks of ``trainers.instruments``, the
-epoch's division into steps in ``trainers.epoch_plan``.  Everything a worker needs is in ``config``.
+``train_trial(trial)`` and ``train_epoch`` read as the algorithm; reporting lives in the small helpers
+below them, what the steps measure behind the hooks of ``trainers.instruments``, the epoch's division into
+steps in ``trainers.epoch_plan``.  Everything a worker needs is in ``trial`` (a ``RankTrial``).
 ``train_fn_per_worker`` runs one trial as a Ray Train run of its own; ``trainers.trial_server`` runs
 trials one after another in a shared worker group.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict
 
 import ray.train
@@ -17,8 +18,9 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from raysweep.core.params import TrialParams
+from raysweep.core.errors import RankOutOfMemory
 from raysweep.core.schema import EPOCH_KEY, RANKS_KEY, TRIAL_ID_KEY, TRIAL_KEY
+from raysweep.core.spec import RANK_TRIAL_KEY, RankTrial
 from trainers.batches import Batches, make_batches
 from trainers.checkpointing import discard, restore_checkpoint, save_checkpoint
 from trainers.datasets import load_dataset
@@ -39,22 +41,23 @@ from trainers.timing import time_allreduce_ms
 
 def train_fn_per_worker(config: dict) -> None:
     """One trial, the whole Ray Train run: a restarted worker group resumes from the run's latest checkpoint."""
-    train_trial(config, ray.train.get_checkpoint())
+    trial: RankTrial = config[RANK_TRIAL_KEY]
+    train_trial(dataclasses.replace(trial, resume_from=ray.train.get_checkpoint()))
 
 
-def train_trial(config: dict, resume_from: ray.train.Checkpoint | None) -> None:
-    params = TrialParams.from_dict(config["params"])
+def train_trial(trial: RankTrial) -> None:
+    params = trial.params
     context = ray.train.get_context()
     rank, world = context.get_world_rank(), context.get_world_size()
     device = ray.train.torch.get_device()
     torch.manual_seed(params.seed)
     set_math_modes(params.precision)
-    meter = TrialMeter(world, config["trial_started_at"])
+    meter = TrialMeter(world, trial.started_at)
     meter.mark("worker_started")
 
     data = load_dataset(params.dataset, params.data_dir, params.download, params.seed)
     meter.mark("data_loaded")
-    use_collective_timeout(config["collective_timeout_s"])  # before DeepSpeed and SP make their groups
+    use_collective_timeout(trial.spec.collective_timeout_s)  # before DeepSpeed and SP make their groups
     groups = build_groups(world, params.sequence_parallel)  # collective: every rank, the same order
     with torch.device(device):  # initialise the weights where they will live: seconds faster on a GPU
         model = create_model(params.model, data.num_classes, params.image_size, params.in_chans)
@@ -69,21 +72,21 @@ def train_trial(config: dict, resume_from: ray.train.Checkpoint | None) -> None:
     meter.mark("engine_ready")
     image_size = params.image_size or native_image_size(params.model)
     batches = make_batches(params, data, device, image_size, engine.input_dtype, rank)
-    if restore_checkpoint(engine, meter, resume_from):
+    if restore_checkpoint(engine, meter, trial.resume_from):
         plan = EpochPlan.of(params, data, start_epoch=len(meter.epochs))  # warm-up again after every start
         if rank == 0:
             print(f"raysweep: resumed from checkpoint after epoch {len(meter.epochs) - 1}", flush=True)
-    instruments = Instruments.of(params, plan, meter, rank, world, device, config["fault_marker_dir"])
+    instruments = Instruments.of(params, plan, meter, rank, world, device, trial.fault_marker_dir)
     allreduce_probe_ms = None
 
     for epoch in range(len(meter.epochs), params.epochs):
         try:
             measure = train_epoch(engine, batches, plan, epoch, instruments)
         except torch.OutOfMemoryError as e:
-            raise out_of_memory(e, rank, device) from e
+            raise RankOutOfMemory(rank, str(e), peak_memory_gib(device)) from e
         measure.val_loss, measure.val_accuracy = evaluate(engine, batches, params.effective_micro_batch, device)
         meter.epochs.append(measure)
-        publish_epoch(meter, rank, peak_memory_gib(device), config["sweep"], config["trial_id"])  # live gauges
+        publish_epoch(meter, rank, peak_memory_gib(device), trial.spec.sweep, trial.trial_id)  # live gauges
         if allreduce_probe_ms is None:
             allreduce_probe_ms = time_allreduce_ms(reduction, device)
         last = epoch == params.epochs - 1
@@ -98,17 +101,12 @@ def train_trial(config: dict, resume_from: ray.train.Checkpoint | None) -> None:
             rank,
             device,
             final=last,
-            trial=config,
+            trial=trial,
             checkpoint=checkpoint,
         )
         discard(checkpoint)
-        if not last and stop_requested(config):
+        if not last and stop_requested(trial):
             return
-
-
-def out_of_memory(error: Exception, rank: int, device) -> RuntimeError:
-    """Keep the peak memory seen in the message: the trials row records it for an ``oom`` trial."""
-    return RuntimeError(f"OutOfMemoryError on rank {rank}: {error} (peak_mem_gib={peak_memory_gib(device):.3f})")
 
 
 def train_epoch(
@@ -148,12 +146,12 @@ def evaluate(engine, batches: Batches, micro_batch: int, device) -> tuple[float 
     return (loss / count, correct / count) if count else (None, None)
 
 
-def stop_requested(config: dict) -> bool:
+def stop_requested(trial: RankTrial) -> bool:
     """Tune stopped the trial (a shared group's check, ``trial_server.stop_check``); every rank ends at once.
 
     The ranks may ask on either side of the stop's arrival: the answer is any rank's, so none goes on alone.
     """
-    asked = config.get("stop_requested")
+    asked = trial.stop_requested
     return asked is not None and any(gather(asked()))
 
 
@@ -174,13 +172,10 @@ def report(
     rank: int,
     device,
     final: bool,
-    trial: dict,
+    trial: RankTrial,
     checkpoint: ray.train.Checkpoint | None,
 ) -> None:
-    """Every rank reports (Ray Train expects it); rank 0's metrics carry all ranks' reports to Tune.
-
-    ``trial`` is the worker's config: which trial this is, its attempt and its worker group.
-    """
+    """Every rank reports (Ray Train expects it); rank 0's metrics carry all ranks' reports to Tune."""
     ranks = gather(meter.rank_report(rank, node_name(), device_name(device), peak_memory_gib(device)))
     epoch = meter.epochs[-1]
     summary = meter.trial_report(
@@ -188,14 +183,14 @@ def report(
         plan.steps_per_epoch * len(meter.epochs),
         allreduce_probe_ms,
         compute,
-        trial["attempt"],
-        trial["worker_group"],
+        trial.attempt,
+        trial.worker_group,
     )
     summary.joules_per_sample = joules_per_sample([r.energy_j for r in ranks], meter.timed_samples)
     summary.trainable_params = trainable_params
     ray.train.report(
         {
-            TRIAL_ID_KEY: trial["trial_id"],
+            TRIAL_ID_KEY: trial.trial_id,
             "epoch": epoch.epoch,
             "throughput": summary.throughput,
             "train_loss": epoch.train_loss,

@@ -5,7 +5,7 @@ and the process group Ray Train set up, which together cost most of a trial's st
 Nothing a trial builds survives it: model, engine, optimizer, data and seed are made again by
 ``train_trial``, compiled graphs are dropped, and the peak-memory counter starts again at what
 the process holds between trials.  The group (``raysweep.runtime.worker_groups.TrialGroup``) is an
-actor handle in ``config``; its replies are plain values, so nothing here imports it.
+actor handle in ``config``; its replies are ``NextTrial`` values, so nothing here imports it.
 
 A group's process is new when its first trial comes: while it waits for it, it imports the trials'
 code, timm and DeepSpeed on a thread (``import_trial_code_in_background``).  The device's one-time
@@ -16,6 +16,7 @@ thread meanwhile: the imports beside such a thread slowed down by as much as it 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import itertools
 import threading
@@ -27,6 +28,7 @@ import ray.train
 import ray.train.torch
 import torch
 
+from raysweep.core.spec import NextTrial, RankTrial
 from trainers.hardware import reset_peak_memory
 
 
@@ -43,7 +45,7 @@ def serve_trials_per_worker(config: dict) -> None:
         if index == 0:
             freeze_startup_objects()
         start_clean(device)
-        train_trial({**trial, "stop_requested": stop_check(group, trial["trial_id"])}, trial["resume_from"])
+        train_trial(dataclasses.replace(trial, stop_requested=stop_check(group, trial.trial_id)))
 
 
 def stop_check(group, trial_id: str) -> Callable[[], bool]:
@@ -51,7 +53,7 @@ def stop_check(group, trial_id: str) -> Callable[[], bool]:
     return lambda: ray.get(group.trial_stopped.remote(trial_id))
 
 
-def import_trial_code_in_background() -> Future[Callable[[dict, ray.train.Checkpoint | None], None]]:
+def import_trial_code_in_background() -> Future[Callable[[RankTrial], None]]:
     """``train_trial`` and what every trial's model and engine import on first use (timm, DeepSpeed),
     imported on a thread from the rank's start while it waits for its first trial; ``result()`` gives
     ``train_trial`` or raises what the import raised, where a trial needs the code.
@@ -76,14 +78,14 @@ def import_trial_code_in_background() -> Future[Callable[[dict, ray.train.Checkp
     return imported
 
 
-def next_trial(group, index: int) -> dict | None:
+def next_trial(group, index: int) -> RankTrial | None:
     """The group's trial number ``index`` (every rank asks for the same one), or None once it stops."""
     while True:
-        reply = ray.get(group.next_trial.remote(index))
-        if reply.get("stop"):
+        reply: NextTrial = ray.get(group.next_trial.remote(index))
+        if reply.stop:
             return None
-        if "trial" in reply:
-            return reply["trial"]
+        if reply.trial is not None:
+            return reply.trial
 
 
 def freeze_startup_objects() -> None:

@@ -9,6 +9,8 @@ a message that names the field and what would be right.
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +28,9 @@ PREPARES = ("auto", "off", "pixels")
 AMPS = ("auto", "autocast", "deepspeed")
 DATA_SCALINGS = ("fixed", "per_worker")
 ZERO_STAGES = (0, 1, 2, 3)
+# The ZeRO stages sequence parallelism runs with: ZeRO-3 gathers a module's parameters only when that module
+# runs, and the SP forward reads the position embedding outside any submodule's forward.
+SP_ZERO_STAGES = (0, 1, 2)
 
 # Reference batch and base learning rate per optimizer, and how the rate scales with the
 # global batch: the linear rule for SGD (Goyal et al.), the square-root rule for the
@@ -245,6 +250,10 @@ class TrialParams:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def key(self) -> str:
+        """The parameters as canonical JSON: a trial row's ``params_json``, and what identifies a configuration."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
     def resolve(self, cluster_has_gpus: bool) -> TrialParams:
         """Replace ``auto`` device and precision with what this cluster will run."""
         device = self.device if self.device != "auto" else ("gpu" if cluster_has_gpus else "cpu")
@@ -253,6 +262,10 @@ class TrialParams:
 
     def validate(self) -> None:
         """Raise ``UsageError`` naming the first bad field or combination."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise UsageError(f"{f.name} must be a finite number, got {value}")
         choose("placement_strategy", self.placement_strategy, PLACEMENT_STRATEGIES)
         choose("device", self.device, DEVICES)
         choose("precision", self.precision, PRECISIONS)
@@ -345,6 +358,8 @@ class TrialParams:
             raise UsageError(f"dataset={self.dataset} needs data_dir (--data-dir PATH)")
         if self.engine == "fsdp":
             self.validate_fsdp()
+        if self.sequence_parallel > 1:
+            self.validate_sequence_parallel()
 
     def validate_fsdp(self) -> None:
         """What the FSDP2 engine does not do, one line per field."""
@@ -364,6 +379,15 @@ class TrialParams:
         for refused, message in refusals:
             if refused:
                 raise UsageError(message)
+
+    def validate_sequence_parallel(self) -> None:
+        """What sequence parallelism runs with (engine=fsdp is refused above); the model's heads and tokens are
+        checked against its shape (``trainers.sequence_parallel_check``)."""
+        if self.engine == "deepspeed" and self.zero_stage not in SP_ZERO_STAGES:
+            raise UsageError(
+                f"sequence_parallel={self.sequence_parallel} supports zero_stage in {SP_ZERO_STAGES}, "
+                f"got zero_stage={self.zero_stage}"
+            )
 
 
 def choose(name: str, value: Any, allowed: tuple) -> None:

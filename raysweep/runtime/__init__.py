@@ -13,5 +13,7 @@ against Ray 2.58.0 (why ``pyproject.toml`` pins Ray exactly):
 - ``torch_backend``: ``ray._private.ray_constants``, ``ray.train._internal.utils.get_address_and_port``
   and ``ray.train.v2._internal.util.TrainingFramework`` (Ray Train's own torch backend, re-timed);
 - ``train_run``: ``ray.data._internal.cluster_autoscaler`` (the coordinator actor Train starts per run,
-  started once per sweep instead).
+  started once per sweep instead);
+- ``failures``: ``ray.train.v2._internal.exceptions.UserExceptionWithTraceback._base_exc`` (a worker's
+  own exception, inside the traceback wrapper Ray Train gives it).
 """

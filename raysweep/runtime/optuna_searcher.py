@@ -9,6 +9,7 @@ gets the same number of trials and its study learns only from its own).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import tempfile
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from raysweep.core.params import TrialParams
+from raysweep.core.spec import SPEC_KEY, TrialSpec
 from raysweep.runtime.capacity import Capacity
 from raysweep.runtime.searcher import FitSearcher
 
@@ -57,13 +59,13 @@ class OptunaFitSearcher(FitSearcher):
         metric: str,
         mode: str,
         capacity: Capacity,
-        base_config: dict,
+        base_spec: TrialSpec,
         max_concurrent: int = 0,
         finished_params: Callable[[], list[str]] = list,
     ):
         # trial ``index`` is grid point ``index // budget``'s
         planned = [template for template in templates for _ in range(budget)]
-        super().__init__(planned, capacity, base_config, max_concurrent, finished_params)
+        super().__init__(planned, capacity, base_spec, max_concurrent, finished_params)
         self.budget, self.metric_name = budget, metric
         self.studies = [study(axes, metric, mode, seed, budget) for seed in range(len(templates))]
         self.study_of: dict[str, int] = {}
@@ -72,10 +74,11 @@ class OptunaFitSearcher(FitSearcher):
         released = super().suggest(trial_id)
         if not isinstance(released, dict):
             return released
-        point = released["index"] // self.budget
+        spec = released[SPEC_KEY]
+        point = spec.index // self.budget
         self.study_of[trial_id] = point
         proposed = self.studies[point].suggest(trial_id)
-        return {**released, "params": {**released["params"], **proposed}}
+        return {SPEC_KEY: dataclasses.replace(spec, params=dataclasses.replace(spec.params, **proposed))}
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         value = result.get(self.metric_name)

@@ -9,7 +9,7 @@ something pending would fit) and never more than ``max_concurrent`` at once.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import pickle
 from collections import Counter
 from collections.abc import Callable
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from ray.tune.search import Searcher
 
 from raysweep.core.params import TrialParams
+from raysweep.core.spec import SPEC_KEY, TrialSpec
 from raysweep.runtime.capacity import Capacity, Demand
 
 
@@ -25,7 +26,7 @@ class FitSearcher(Searcher):
         self,
         trials: list[TrialParams],
         capacity: Capacity,
-        base_config: dict,
+        base_spec: TrialSpec,
         max_concurrent: int = 0,
         finished_params: Callable[[], list[str]] = list,
     ):
@@ -33,7 +34,7 @@ class FitSearcher(Searcher):
         self.finished_params = finished_params
         self.pending = list(enumerate(trials))
         self.capacity = capacity
-        self.base_config = base_config
+        self.base_spec = base_spec  # every trial's spec but its index and parameters
         self.max_concurrent = max_concurrent
         self.running: dict[str, tuple[Demand, list[str]]] = {}
 
@@ -48,7 +49,8 @@ class FitSearcher(Searcher):
             if placed is not None:
                 del self.pending[position]
                 self.running[trial_id] = (demand, placed)
-                return {**self.base_config, "index": index, "params": params.to_dict()}
+                # Tune's config must be a dict: one key holds the typed spec
+                return {SPEC_KEY: dataclasses.replace(self.base_spec, index=index, params=params)}
         return None
 
     def get_state(self) -> dict:
@@ -89,7 +91,7 @@ def drop_finished(pending: list[tuple[int, TrialParams]], finished: Callable[[],
     done = Counter(finished())
     kept = []
     for index, params in pending:
-        key = json.dumps(params.to_dict(), sort_keys=True)
+        key = params.key()
         if done[key]:
             done[key] -= 1
         else:

@@ -34,10 +34,12 @@ import ray.tune
 from ray.train import Checkpoint
 from ray.train.v2.api.callback import UserCallback
 
-from raysweep.core.errors import is_out_of_memory
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import TRIAL_ID_KEY
+from raysweep.core.spec import NextTrial, RankTrial
+from raysweep.core.status import FINAL_KEY
 from raysweep.runtime.early_stop import tune_stopped
+from raysweep.runtime.retry import retried
 from raysweep.runtime.train_run import shape_of, start_train_coordinator, torch_trainer
 
 # A call that waits for news (a worker's next trial, a driver's next report) returns empty after
@@ -58,7 +60,7 @@ class TrialGroup:
     """
 
     def __init__(self):
-        self.trials: list[dict] = []
+        self.trials: list[RankTrial] = []
         self.picked = -1  # the last trial the workers have started
         self.reports: dict[str, list[tuple[dict, Checkpoint | None]]] = defaultdict(list)
         self.stopping = False
@@ -67,7 +69,7 @@ class TrialGroup:
         self.changed = threading.Condition()
         self.stopped_trials: set[str] = set()  # stopped by Tune: the workers end them after the epoch in flight
 
-    def run(self, trial: dict) -> int:
+    def run(self, trial: RankTrial) -> int:
         """Queue a trial for the workers; its number in this group."""
         with self.changed:
             self.reports.clear()  # the last trial's driver has read them all: it released the group
@@ -75,14 +77,14 @@ class TrialGroup:
             self.changed.notify_all()
             return len(self.trials) - 1
 
-    def next_trial(self, index: int) -> dict:
-        """A worker's next trial: ``{"trial": ...}``, ``{"stop": True}``, or ``{}`` (ask again)."""
+    def next_trial(self, index: int) -> NextTrial:
+        """A worker's next trial, or stop, or neither yet (ask again)."""
         with self.changed:
             self.changed.wait_for(lambda: index < len(self.trials) or self.stopping, timeout=POLL_S)
             if index < len(self.trials):
                 self.picked = max(self.picked, index)
-                return {"trial": self.trials[index]}
-            return {"stop": True} if self.stopping else {}
+                return NextTrial(trial=self.trials[index])
+            return NextTrial(stop=self.stopping)
 
     def post(self, metrics: dict, checkpoint: Checkpoint | None) -> None:
         """A report of all ranks, from the Train controller (``GroupReportCallback``)."""
@@ -146,10 +148,10 @@ class TrainRuns:
         self.storage_path, self.collective_timeout_s = storage_path, collective_timeout_s
         self.threads: list[threading.Thread] = []
 
-    def start(self, params: dict, name: str, group) -> None:
+    def start(self, params: TrialParams, name: str, group) -> None:
         """Start the Train run named ``name`` whose workers serve ``group``'s trials."""
         trainer = torch_trainer(
-            TrialParams.from_dict(params),
+            params,
             serve_trials_per_worker,
             {"group": group},
             name,
@@ -202,15 +204,15 @@ class GroupPool:
         # Held by every call: unhosted() waits here for news while drivers acquire and release.
         self.changed = threading.Condition()
 
-    def adopt(self, params: dict, name: str, group) -> None:
+    def adopt(self, params: TrialParams, name: str, group) -> None:
         """Keep a group started before any trial asked (its run already going) for its shape's first trial."""
         with self.changed:
             self.groups[name] = group
-            self.idle[shape_of(TrialParams.from_dict(params))].append(name)
+            self.idle[shape_of(params)].append(name)
 
-    def acquire(self, params: dict) -> tuple:
+    def acquire(self, params: TrialParams) -> tuple:
         """An idle group of this shape, or a new one once idle groups of other shapes have let go of their devices."""
-        shape = shape_of(TrialParams.from_dict(params))
+        shape = shape_of(params)
         with self.changed:
             if self.idle[shape]:
                 name = self.idle[shape].pop()
@@ -266,7 +268,7 @@ class WorkerGroups:
         """Start the group of a trial of this shape now, before any trial asks for it (with shared workers)."""
         if params is None or not self.share:
             return
-        started = (params.to_dict(), group_name(self.sweep), TrialGroup.remote())
+        started = (params, group_name(self.sweep), TrialGroup.remote())
         self.runs.start(*started)
         self.owned.append(started[2])
         # waited for: a driver's acquire, from another process, must find it
@@ -316,22 +318,21 @@ class Outcome:
     checkpoint: Checkpoint | None  # the trial's latest, to resume from
 
 
-def run_in_group(config: dict, trial: dict) -> None:
-    """Run one trial (its worker config ``trial``) in a group of the sweep's pool, retried as a Train run is.
+def run_in_group(trial: RankTrial) -> None:
+    """Run one trial in a group of the sweep's pool, retried as a Train run is (``retried``).
 
-    A group that fails is replaced; the trial starts again from its latest checkpoint, up to
-    ``max_failures`` times, and not after running out of memory (it would fail the same way).
-    A group that failed before its workers began this trial (the last trial's end) costs no attempt.
+    A group that fails is replaced; the trial starts again from its latest checkpoint. A group
+    that failed before its workers began this trial (the last trial's end) costs no attempt.
     A trial that Tune starts again (a resumed sweep) continues from the checkpoint it last recorded.
     """
-    pool = ray.get_actor(pool_name(config["sweep"]))
-    attempt, resume_from, spare = 0, last_checkpoint(trial["run_dir"]), 1
+    pool = ray.get_actor(pool_name(trial.spec.sweep))
+    attempt, resume_from, spare = 0, last_checkpoint(trial.run_dir), 1
     while True:
-        group, name = ray.get(pool.acquire.remote(config["params"]))
+        group, name = ray.get(pool.acquire.remote(trial.params))
         try:
-            outcome = follow(group, {**trial, "attempt": attempt, "worker_group": name, "resume_from": resume_from})
+            outcome = follow(group, trial.attempted(attempt, name, resume_from))
         except SystemExit:  # Tune stopped the trial: its workers end it within the epoch, the group serves on
-            group.stop_trial.remote(trial["trial_id"])
+            group.stop_trial.remote(trial.trial_id)
             ray.get(pool.release.remote(name, alive=True))
             raise
         ray.get(pool.release.remote(name, alive=outcome.failure is None))
@@ -340,30 +341,29 @@ def run_in_group(config: dict, trial: dict) -> None:
         if not outcome.started and spare:
             spare -= 1
             continue
-        if attempt == config["max_failures"] or is_out_of_memory(str(outcome.failure)):
+        if not retried(outcome.failure, attempt, trial.spec.max_failures):
             raise outcome.failure
         attempt, resume_from = attempt + 1, outcome.checkpoint or resume_from
 
 
-def follow(group, trial: dict) -> Outcome:
+def follow(group, trial: RankTrial) -> Outcome:
     """Hand ``trial`` to ``group`` and pass its reports to Tune until its final one, or the group's end."""
-    trial_id = trial["trial_id"]
     index = ray.get(group.run.remote(trial))
-    seen, checkpoint = 0, trial["resume_from"]
+    seen, checkpoint = 0, trial.resume_from
     while True:
-        reports, started, ended, failure = ray.get(group.progress.remote(trial_id, index, seen))
+        reports, started, ended, failure = ray.get(group.progress.remote(trial.trial_id, index, seen))
         for metrics, reported in reports:
             seen += 1
             if reported is not None:
                 checkpoint = reported
-                remember_checkpoint(trial["run_dir"], reported)
+                remember_checkpoint(trial.run_dir, reported)
             ray.tune.report(metrics)
-            if metrics["final"]:
+            if metrics[FINAL_KEY]:
                 return Outcome(None, True, checkpoint)
         if tune_stopped():
             raise SystemExit(0)  # as ray.tune.report does for a stopped trial
         if ended:
-            failure = failure or RuntimeError(f"worker group ended before trial {trial_id} finished")
+            failure = failure or RuntimeError(f"worker group ended before trial {trial.trial_id} finished")
             return Outcome(failure, started, checkpoint)
 
 

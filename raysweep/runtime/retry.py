@@ -1,0 +1,14 @@
+"""The one retry rule of a trial whose worker group failed (a rank killed, a collective timed out)."""
+
+from __future__ import annotations
+
+from raysweep.core.status import TrialStatus, trial_outcome
+
+
+def retried(failure: BaseException, attempt: int, max_failures: int) -> bool:
+    """Whether attempt number ``attempt`` (from 0), failed with ``failure``, is started again.
+
+    Up to ``max_failures`` restarts, each resuming from the trial's latest checkpoint; never after
+    running out of memory, which would fail the same way.
+    """
+    return attempt < max_failures and trial_outcome({}, str(failure)) is not TrialStatus.OOM

@@ -45,7 +45,7 @@ def test_a_good_space_reaches_ray_and_only_then_the_tripwire(tmp_path):
 
 
 def test_plan_sweep_is_the_dry_run_as_a_typed_plan_and_starts_nothing():
-    plan = raysweep.plan_sweep("batch_grid", overrides={"num_workers": [1, 2]}, assume_gpus=8)
+    plan = raysweep.plan_sweep("batch_grid", overrides={"num_workers": [1, 2]}, assume_gpus=8, repeats=1)
     assert plan.cluster == "64 CPU + 8 GPU" and plan.space.name == "batch_grid"
     assert {(t.num_workers, t.device, t.precision) for t in plan.trials} == {(1, "gpu", "bf16"), (2, "gpu", "bf16")}
     assert len(plan.trials) == 10 and plan.search is None

@@ -13,6 +13,7 @@ import raysweep
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import EPOCH_KEY, TRIAL_KEY
+from raysweep.core.spec import SPEC_KEY, TrialSpec
 from raysweep.tensorboard_logger import TensorBoardCallback, run_name
 from raysweep.tune import main
 from tests.cli_helpers import no_sweep_starts  # noqa: F401
@@ -42,7 +43,8 @@ def test_unknown_tracker_is_refused_by_the_parser(capsys):
 
 def fake_trial(trial_id: str, **params) -> SimpleNamespace:
     """What the loggers read of a Tune trial: its id and the parameters in its config."""
-    return SimpleNamespace(trial_id=trial_id, config={"params": TrialParams(**params).to_dict()})
+    spec = TrialSpec("s", "/tmp/s", "/tmp/s/_ray", 600, 0, True, 0, TrialParams(**params))
+    return SimpleNamespace(trial_id=trial_id, config={SPEC_KEY: spec})
 
 
 def epoch_result(epoch: int, loss: float, throughput: float) -> dict:

@@ -13,7 +13,7 @@ from raysweep.runtime.retry import retried
     ("last_result", "error", "expected"),
     [
         ({"epoch": 1, "final": True}, None, TrialStatus.COMPLETED),
-        ({"epoch": 0, "final": False}, None, TrialStatus.FAILED),  # ended before its last epoch
+        ({"epoch": 0, "final": False}, None, TrialStatus.STOPPED),  # ended early without an error: stopped
         ({}, None, TrialStatus.COMPLETED),  # no report: its driver skipped it, it had completed before
         ({"final": True}, "RuntimeError: boom", TrialStatus.FAILED),  # an error outweighs any result
         ({}, "torch.OutOfMemoryError: CUDA out of memory", TrialStatus.OOM),

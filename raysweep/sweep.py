@@ -15,6 +15,7 @@ import ray
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
+import raysweep.interrupt as interrupt
 from raysweep.core.params import TrialParams
 from raysweep.core.store import ResultStore
 from raysweep.economy import economy_line, sweep_economy
@@ -66,10 +67,10 @@ def run_sweep(
                 store.write_sweep_json(sweep_manifest(options, space, sweep, trials, notes))
                 callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))]
                 started = time.time()
-                fit_trials(trials_tuner(options, store, trials, callbacks))
+                fit_trials(trials_tuner(options, store, trials, callbacks), store)
             return summarise(store, options, time.time() - started, launched_at)
         finally:
-            ray.shutdown()
+            cluster.shutdown()
 
 
 def plan_on_cluster(
@@ -122,11 +123,11 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
                     restart_errored=options.retry_failed,
                 )
                 started = time.time()
-                fit_trials(tuner)
+                fit_trials(tuner, store)
             # its trials' rows span the runs before it: a wall from this launch would not measure them
             return summarise(store, options, time.time() - started, launched_at=None)
         finally:
-            ray.shutdown()
+            cluster.shutdown()
 
 
 TUNE_DIR = "_tune"
@@ -199,6 +200,7 @@ def connect(options: SweepOptions, address: str | None, trials: list[TrialParams
         cluster.join(address, env_vars)
     else:
         cluster.start_local(local_num_cpus(trials), options.dashboard_host, options.dashboard, env_vars)
+    interrupt.reinstall()
     plain_log_output()
     quiet_forwarded_logs()
     print(f"Ray's logs: {logs_location()}")
@@ -234,10 +236,15 @@ def summarise(store: ResultStore, options: SweepOptions, elapsed: float, launche
     return print_report(store) if options.report else None
 
 
-def fit_trials(tuner: tune.Tuner) -> None:
-    """``tuner.fit()``, inside the ``group_pool`` its trials use."""
+def fit_trials(tuner: tune.Tuner, store: ResultStore) -> None:
+    """``tuner.fit()``, inside the ``group_pool`` its trials use; a signal stops it (``raysweep.interrupt``)."""
     tune_environment()
-    tuner.fit()
+    interrupt.resumable(store.root)
+    interrupt.fitting(True)
+    try:
+        tuner.fit()
+    finally:
+        interrupt.fitting(False)
 
 
 def versions() -> dict[str, str]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import yaml
 
+import raysweep.interrupt as interrupt
 from raysweep.api import check_space, needs_missing_gpu, resolve_space, resume_sweep, run_planned, sweep_name
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
@@ -220,6 +221,7 @@ def parse_command(argv: list[str] | None) -> Command:
 
 
 def main(argv: list[str] | None = None) -> int:
+    interrupt.install()
     try:
         return run(parse_command(argv))
     except UsageError as e:

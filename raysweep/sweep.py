@@ -205,7 +205,8 @@ def connect(options: SweepOptions, address: str | None, trials: list[TrialParams
     quiet_forwarded_logs()
     print(f"Ray's logs: {logs_location()}")
     url = cluster.dashboard_url()
-    print(f"Ray dashboard: {url}" if url else "Ray dashboard: not available on this cluster")
+    token = " (it asks for Ray's token: `ray get-auth-token` prints it)" if cluster.token_auth_on() else ""
+    print(f"Ray dashboard: {url}{token}" if url else "Ray dashboard: not available on this cluster")
 
 
 def watch_callbacks(options: SweepOptions, sweep: str, store: ResultStore, total: int) -> list:

@@ -86,15 +86,41 @@ def private_local_ray() -> None:
     would be readable by all).  Ray reads both settings as it is imported: the processes it starts
     inherit them, and this process's Ray, if imported already, is told to read them again.
     """
+    PRIVATE_ENV_BEFORE.update({name: os.environ.get(name) for name in PRIVATE_SETTINGS})
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     os.environ.setdefault("RAY_AUTH_MODE", "token")
+    reread_ray_settings()
+    ensure_private_token()
+
+
+PRIVATE_SETTINGS = ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_AUTH_MODE")
+# Their values before private_local_ray, restored when its Ray ends: a process that goes on (a notebook,
+# a test session) joins or starts its next cluster as it would have.
+PRIVATE_ENV_BEFORE: dict[str, str | None] = {}
+
+
+def reread_ray_settings() -> None:
+    """This process's Ray reads the settings above again (it read them as it was imported)."""
     from ray._private import ray_constants
     from ray._raylet import AuthenticationTokenLoader, Config
 
-    ray_constants.ENABLE_RAY_CLUSTER = False
+    ray_constants.ENABLE_RAY_CLUSTER = ray_constants.env_bool(
+        ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR, not ray_constants.IS_WINDOWS_OR_OSX
+    )  # as Ray computes it
     Config.initialize("")
     AuthenticationTokenLoader.instance().reset_cache()
-    ensure_private_token()
+
+
+def restore_environment() -> None:
+    if not PRIVATE_ENV_BEFORE:
+        return
+    for name, value in PRIVATE_ENV_BEFORE.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    PRIVATE_ENV_BEFORE.clear()
+    reread_ray_settings()
 
 
 def ensure_private_token() -> None:
@@ -330,6 +356,7 @@ def shutdown() -> None:
     ray.shutdown()
     end(started + own_local_ray())
     os.environ.pop(OWNER_ENV, None)
+    restore_environment()
 
 
 def kill_local_now() -> None:

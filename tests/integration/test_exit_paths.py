@@ -9,7 +9,6 @@ raysweep's resume command, and ``--resume`` then finishes the sweep with every t
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -19,79 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from raysweep.runtime.cluster import OWNER_ENV
-from tests.integration.conftest import REPO, table
+from tests.integration.conftest import REPO, Run, table
 
 SMALL = ["--set", "train_samples=64", "--set", "warmup_steps=0", "--no-report", "--no-dashboard"]
-
-
-class Run:
-    """``python -m raysweep.tune ARGS`` in a session of its own, with the processes it started while it ran."""
-
-    def __init__(self, tmp_path: Path, *args: str):
-        self.log = tmp_path / f"cli-{time.monotonic_ns()}.log"
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        env.pop("RAY_ADDRESS", None)
-        with open(self.log, "w") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "raysweep.tune", *args],
-                cwd=REPO,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        self.started: dict[int, float] = {}  # pid: create time
-
-    def output(self) -> str:
-        return self.log.read_text()
-
-    def sample(self) -> None:
-        try:
-            found = [psutil.Process(self.proc.pid), *psutil.Process(self.proc.pid).children(recursive=True)]
-        except psutil.Error:
-            found = []
-        prefix = f"{self.proc.pid}:"
-        for p in psutil.process_iter():
-            try:
-                if p.environ().get(OWNER_ENV, "").startswith(prefix):
-                    found.append(p)
-            except psutil.Error:
-                continue
-        for p in found:
-            try:
-                self.started.setdefault(p.pid, p.create_time())
-            except psutil.Error:
-                pass
-
-    def wait_for(self, pattern: str, timeout: float = 600) -> None:
-        deadline = time.time() + timeout
-        while not re.search(pattern, self.output()):
-            assert self.proc.poll() is None, f"exited {self.proc.returncode} before {pattern!r}\n{self.output()}"
-            assert time.time() < deadline, f"no {pattern!r} in time\n{self.output()}"
-            self.sample()
-            time.sleep(0.5)
-
-    def wait(self, timeout: float = 900) -> int:
-        deadline = time.time() + timeout
-        while self.proc.poll() is None:
-            assert time.time() < deadline, self.output()
-            self.sample()
-            time.sleep(0.5)
-        return self.proc.returncode
-
-    def left_running(self) -> list[str]:
-        """The processes it started that are still alive a moment after it exited."""
-        time.sleep(2)
-        alive = []
-        for pid, created in self.started.items():
-            try:
-                p = psutil.Process(pid)
-                if p.create_time() == created and p.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(f"{pid} {' '.join(p.cmdline())[:120]}")
-            except psutil.Error:
-                continue
-        return alive
 
 
 def sweep_args(tmp_path: Path, name: str, *more: str) -> list[str]:
@@ -146,3 +75,43 @@ def test_a_stopped_sweep_exits_clean_and_resumes_with_each_row_once(tmp_path, si
     assert all(r["status"] == "completed" for r in rows)
     assert all(r["finished_at"] == before[r["trial_id"]] for r in rows if r["trial_id"] in before)
     assert resumed.left_running() == [], resumed.output()
+
+
+# A driver that starts a local Ray as a sweep does and holds it.
+HOLD = """
+import time
+from raysweep.runtime.cluster import start_local
+start_local(1, dashboard=False)
+print("up", flush=True)
+time.sleep(900)
+"""
+
+
+def test_a_killed_drivers_local_ray_is_ended_by_the_next_run_and_a_live_ones_is_kept(tmp_path):
+    """Two sweeps' local Rays; one driver killed with SIGKILL: a new run's start ends that one's processes only."""
+    drivers = [
+        subprocess.Popen([sys.executable, "-c", HOLD], cwd=REPO, stdout=subprocess.PIPE, text=True) for _ in range(2)
+    ]
+    try:
+        for driver in drivers:
+            assert driver.stdout.readline().strip() == "up"
+        killed, live = ([psutil.Process(d.pid), *psutil.Process(d.pid).children(recursive=True)] for d in drivers)
+        assert len(killed) > 3 and len(live) > 3
+        drivers[0].kill()
+        drivers[0].wait()
+        subprocess.run(
+            [sys.executable, "-c", "from raysweep.runtime.cluster import stop_orphaned_local_ray as s; s()"],
+            cwd=REPO,
+            check=True,
+            timeout=120,
+        )
+        assert [p.pid for p in killed if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+        assert all(p.is_running() for p in live)
+    finally:
+        drivers[1].kill()
+        drivers[1].wait()
+        subprocess.run(
+            [sys.executable, "-c", "from raysweep.runtime.cluster import stop_orphaned_local_ray as s; s()"],
+            cwd=REPO,
+            timeout=120,
+        )

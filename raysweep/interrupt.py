@@ -23,7 +23,7 @@ from raysweep.runtime import cluster
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # From the first signal to the exit, at most (the bound is 30 s from the signal).
-GRACE_S = 20.0
+GRACE_S = 15.0
 
 
 class StopRequest:

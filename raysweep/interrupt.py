@@ -17,6 +17,8 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from raysweep.runtime import cluster
@@ -27,7 +29,7 @@ GRACE_S = 15.0
 
 
 class StopRequest:
-    """The CLI process's signal handling: installed once (``install``), then the sweep tells it its directory."""
+    """The CLI process's signal handling while ``main`` runs (``handled``); the sweep tells it its directory."""
 
     def __init__(self):
         self.installed = False
@@ -75,11 +77,24 @@ def resume_line(sweep_dir: Path | None) -> str:
     return f"raysweep: interrupted; continue with: python -m raysweep.tune --resume {sweep_dir}"
 
 
-def install() -> None:
-    """Take Ctrl-C and SIGTERM in this process (the CLI's main thread), from Tune too."""
+@contextmanager
+def handled() -> Iterator[None]:
+    """Ctrl-C and SIGTERM taken in this process (the CLI's main thread), from Tune too, while the block runs."""
+    previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
+    tune_handler = os.environ.get("TUNE_DISABLE_SIGINT_HANDLER")
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
     STOP.installed = True
     reinstall()
+    try:
+        yield
+    finally:
+        STOP.installed = False
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if tune_handler is None:
+            os.environ.pop("TUNE_DISABLE_SIGINT_HANDLER", None)
+        else:
+            os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = tune_handler
 
 
 def reinstall() -> None:

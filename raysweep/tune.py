@@ -221,12 +221,12 @@ def parse_command(argv: list[str] | None) -> Command:
 
 
 def main(argv: list[str] | None = None) -> int:
-    interrupt.install()
-    try:
-        return run(parse_command(argv))
-    except UsageError as e:
-        print(f"raysweep: error: {e}", file=sys.stderr)
-        return 2
+    with interrupt.handled():
+        try:
+            return run(parse_command(argv))
+        except UsageError as e:
+            print(f"raysweep: error: {e}", file=sys.stderr)
+            return 2
 
 
 def run(command: Command) -> int:

@@ -16,7 +16,8 @@ SCRIPT = """
 import os, signal, sys, time
 import raysweep.interrupt as interrupt
 
-interrupt.install()
+handling = interrupt.handled()  # as main() holds it while the command runs
+handling.__enter__()
 interrupt.resumable("/results/sweep")
 asked = []
 signal.signal(signal.SIGUSR1, lambda s, f: asked.append(s))

@@ -39,12 +39,13 @@ def is_loopback(ip: str) -> bool:
 
 
 def test_the_local_ray_listens_on_loopback_only_and_refuses_a_driver_without_its_token(tmp_path):
+    # a trial of many short epochs: the sweep must still run when the intruder knocks (Ctrl-C ends it)
     run = Run(
         tmp_path,
-        *["--space", "batch_grid", "--results-dir", str(tmp_path), "--name", "private", "--epochs", "2"],
+        *["--space", "batch_grid", "--results-dir", str(tmp_path), "--name", "private", "--epochs", "100"],
         *["--set", "micro_batch_per_worker=[8]", "--set", "train_samples=64", "--no-report"],
     )
-    run.wait_for(r"epoch 1/2")  # the dashboard, its agents and the trial's workers are all up
+    run.wait_for(r"epoch 1/100")  # the dashboard, its agents and the trial's workers are all up
     sockets = listening(set(run.started))
     assert any(name.startswith("gcs_server") for _, _, name in sockets), sockets
     assert [s for s in sockets if not is_loopback(s[0])] == [], sockets
@@ -61,6 +62,7 @@ def test_the_local_ray_listens_on_loopback_only_and_refuses_a_driver_without_its
         text=True,
         timeout=300,
     )
+    assert run.proc.poll() is None, "the sweep ended before the intruder was answered"
     assert intruder.returncode == 3 and "refused" in intruder.stdout, intruder.stdout + intruder.stderr[-3000:]
     assert "Authentication token is missing or incorrect" in intruder.stderr, intruder.stderr[-3000:]
 

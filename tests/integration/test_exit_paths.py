@@ -89,12 +89,11 @@ time.sleep(900)
 
 def test_a_killed_drivers_local_ray_is_ended_by_the_next_run_and_a_live_ones_is_kept(tmp_path):
     """Two sweeps' local Rays; one driver killed with SIGKILL: a new run's start ends that one's processes only."""
-    drivers = [
-        subprocess.Popen([sys.executable, "-c", HOLD], cwd=REPO, stdout=subprocess.PIPE, text=True) for _ in range(2)
-    ]
+    drivers = []
     try:
-        for driver in drivers:
-            assert driver.stdout.readline().strip() == "up"
+        for _ in range(2):  # one after the other: two Rays starting at once overload a 2-core machine
+            drivers.append(subprocess.Popen([sys.executable, "-c", HOLD], cwd=REPO, stdout=subprocess.PIPE, text=True))
+            assert drivers[-1].stdout.readline().strip() == "up"
         killed, live = ([psutil.Process(d.pid), *psutil.Process(d.pid).children(recursive=True)] for d in drivers)
         assert len(killed) > 3 and len(live) > 3
         drivers[0].kill()
@@ -108,8 +107,9 @@ def test_a_killed_drivers_local_ray_is_ended_by_the_next_run_and_a_live_ones_is_
         assert [p.pid for p in killed if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
         assert all(p.is_running() for p in live)
     finally:
-        drivers[1].kill()
-        drivers[1].wait()
+        for driver in drivers:
+            driver.kill()
+            driver.wait()
         subprocess.run(
             [sys.executable, "-c", "from raysweep.runtime.cluster import stop_orphaned_local_ray as s; s()"],
             cwd=REPO,

@@ -5,7 +5,9 @@ The runtime is handed plans (it imports nothing of the orchestration above it) a
 the result store; it never analyses.  Every use of a Ray private API lives here, each checked
 against Ray 2.58.0 (why ``pyproject.toml`` pins Ray exactly):
 
-- ``cluster``: ``ray._private.worker.global_worker.node.webui_url`` (the dashboard's address);
+- ``cluster``: ``ray._private.worker._global_node.get_session_dir_path()`` (the local session whose
+  processes a killed sweep leaves behind), ``ray._private.worker.global_worker.node.webui_url`` (the
+  dashboard's address);
   ``ray._private.ray_constants.ENABLE_RAY_CLUSTER``, ``ray._raylet.Config.initialize`` and
   ``ray._raylet.AuthenticationTokenLoader`` (this process's Ray reading the loopback and token settings
   again, as Ray's own ``ray._private.authentication_test_utils`` does) and

@@ -10,10 +10,12 @@ the cluster is ``raysweep.runtime.capacity``'s.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -57,6 +59,7 @@ def start_local(
             logging_level="WARNING",
             log_to_driver=True,
         )
+    record_local_ray(ray._private.worker._global_node.get_session_dir_path())
     if not ray.cluster_resources().get("GPU"):  # Ray's device count: no torch import before Ray starts
         build_cpu_comm_op_once()
 
@@ -335,12 +338,52 @@ def end(processes: list) -> None:
     psutil.wait_procs(processes, timeout=10)
 
 
+# One file per driver with a local Ray: <pid>.json, its mark and its Ray session's directory.
+STATE_DIR = Path(tempfile.gettempdir()) / "raysweep-local-ray"
+
+
+def record_local_ray(session_dir: str) -> None:
+    STATE_DIR.mkdir(exist_ok=True)
+    state = {"owner": os.environ[OWNER_ENV], "session_dir": session_dir}
+    (STATE_DIR / f"{os.getpid()}.json").write_text(json.dumps(state))
+
+
+def session_processes(session_dir: str) -> list:
+    """This user's processes that name ``session_dir`` or keep a file of it open (Ray's agents keep their
+    logs there), and every process under them."""
+    import psutil
+
+    found = {}
+    for proc in psutil.process_iter():
+        try:
+            if session_dir in " ".join(proc.cmdline()) or any(
+                f.path.startswith(session_dir) for f in proc.open_files()
+            ):
+                for p in [proc, *proc.children(recursive=True)]:
+                    found[p.pid] = p
+        except psutil.Error:
+            continue
+    found.pop(os.getpid(), None)
+    return list(found.values())
+
+
 def stop_orphaned_local_ray() -> None:
     """A driver killed with SIGKILL leaves its local Ray running; end the processes of every such instance.
 
-    Only those whose driver is gone: the local Ray of a sweep still running keeps every process.
+    Only those whose driver is gone: the local Ray of a sweep still running keeps every process.  Ray's
+    reaper ends the GCS and the raylet when their driver dies, which leaves what they started (the agents,
+    workers) with neither a parent nor a readable mark: those are found by their session's files.
     """
-    end(local_ray_processes(lambda mark: not alive(mark)))
+    orphans = local_ray_processes(lambda mark: not alive(mark))
+    for path in STATE_DIR.glob("*.json") if STATE_DIR.is_dir() else []:
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not alive(state.get("owner", "")):
+            orphans += session_processes(state.get("session_dir") or "/nonexistent-session")
+            path.unlink(missing_ok=True)
+    end(orphans)
 
 
 def shutdown() -> None:
@@ -356,6 +399,7 @@ def shutdown() -> None:
     ray.shutdown()
     end(started + own_local_ray())
     os.environ.pop(OWNER_ENV, None)
+    (STATE_DIR / f"{os.getpid()}.json").unlink(missing_ok=True)
     restore_environment()
 
 

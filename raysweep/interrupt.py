@@ -110,8 +110,8 @@ def reinstall() -> None:
             signal.signal(signum, STOP.handle)
 
 
-def resumable(sweep_dir: Path) -> None:
-    """From here on, ``--resume sweep_dir`` continues the sweep."""
+def resumable(sweep_dir: Path | None) -> None:
+    """From here on, ``--resume sweep_dir`` continues the sweep (None: nothing does)."""
     STOP.sweep_dir = sweep_dir
 
 

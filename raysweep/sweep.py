@@ -237,10 +237,11 @@ def summarise(store: ResultStore, options: SweepOptions, elapsed: float, launche
     return print_report(store) if options.report else None
 
 
-def fit_trials(tuner: tune.Tuner, store: ResultStore) -> None:
-    """``tuner.fit()``, inside the ``group_pool`` its trials use; a signal stops it (``raysweep.interrupt``)."""
+def fit_trials(tuner: tune.Tuner, store: ResultStore | None = None) -> None:
+    """``tuner.fit()``, inside the ``group_pool`` its trials use; a signal stops it (``raysweep.interrupt``),
+    and ``--resume`` continues the sweep of ``store`` (None: a run that nothing resumes, the max-batch search's)."""
     tune_environment()
-    interrupt.resumable(store.root)
+    interrupt.resumable(store.root if store is not None else None)
     interrupt.fitting(True)
     try:
         tuner.fit()

@@ -123,7 +123,7 @@ def probe(options: ProbeOptions) -> pa.Table:
     try:
         return probe_connected(options, store)
     finally:
-        ray.shutdown()
+        cluster.shutdown()
 
 
 def parse_args(argv: list[str] | None) -> ProbeOptions:

@@ -15,6 +15,7 @@ import ray
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
+import raysweep.interrupt as interrupt
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import raysweep_version
 from raysweep.core.spec import TrialSpec
@@ -72,10 +73,10 @@ def run_sweep(
                 store.write_sweep_json(sweep_manifest(options, space, sweep, trials, notes))
                 callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))]
                 started = time.time()
-                fit_trials(trials_tuner(options, store, trials, callbacks, space))
+                fit_trials(trials_tuner(options, store, trials, callbacks, space), store)
             return summarise(store, options, time.time() - started, launched_at)
         finally:
-            ray.shutdown()
+            cluster.shutdown()
 
 
 def plan_on_cluster(
@@ -129,11 +130,11 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
                     restart_errored=options.retry_failed,
                 )
                 started = time.time()
-                fit_trials(tuner)
+                fit_trials(tuner, store)
             # its trials' rows span the runs before it: a wall from this launch would not measure them
             return summarise(store, options, time.time() - started, launched_at=None)
         finally:
-            ray.shutdown()
+            cluster.shutdown()
 
 
 TUNE_DIR = "_tune"
@@ -230,11 +231,13 @@ def connect(options: SweepOptions, address: str | None, trials: list[TrialParams
         cluster.join(address, env_vars)
     else:
         cluster.start_local(local_num_cpus(trials), options.dashboard_host, options.dashboard, env_vars)
+    interrupt.reinstall()
     plain_log_output()
     quiet_forwarded_logs()
     print(f"Ray's logs: {logs_location()}")
     url = cluster.dashboard_url()
-    print(f"Ray dashboard: {url}" if url else "Ray dashboard: not available on this cluster")
+    token = " (it asks for Ray's token: `ray get-auth-token` prints it)" if cluster.token_auth_on() else ""
+    print(f"Ray dashboard: {url}{token}" if url else "Ray dashboard: not available on this cluster")
 
 
 def watch_callbacks(options: SweepOptions, sweep: str, store: ResultStore, total: int) -> list:
@@ -265,10 +268,16 @@ def summarise(store: ResultStore, options: SweepOptions, elapsed: float, launche
     return print_report(store) if options.report else None
 
 
-def fit_trials(tuner: tune.Tuner) -> None:
-    """``tuner.fit()``, inside the ``group_pool`` its trials use."""
+def fit_trials(tuner: tune.Tuner, store: ResultStore | None = None) -> None:
+    """``tuner.fit()``, inside the ``group_pool`` its trials use; a signal stops it (``raysweep.interrupt``),
+    and ``--resume`` continues the sweep of ``store`` (None: a run that nothing resumes, the max-batch search's)."""
     tune_environment()
-    tuner.fit()
+    interrupt.resumable(store.root if store is not None else None)
+    interrupt.fitting(True)
+    try:
+        tuner.fit()
+    finally:
+        interrupt.fitting(False)
 
 
 def versions() -> dict[str, str]:

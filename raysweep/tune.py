@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import yaml
 
+import raysweep.interrupt as interrupt
 from raysweep.api import (
     SweepPlan,
     check_sweep,
@@ -251,11 +252,12 @@ def parse_command(argv: list[str] | None) -> Command:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return run(parse_command(argv))
-    except UsageError as e:
-        print(f"raysweep: error: {e}", file=sys.stderr)
-        return 2
+    with interrupt.handled():
+        try:
+            return run(parse_command(argv))
+        except UsageError as e:
+            print(f"raysweep: error: {e}", file=sys.stderr)
+            return 2
 
 
 def run(command: Command) -> int:

@@ -6,8 +6,12 @@ the result store; it never analyses.  Every use of a Ray private API lives here,
 against Ray 2.58.0 (why ``pyproject.toml`` pins Ray exactly):
 
 - ``cluster``: ``ray._private.worker._global_node.get_session_dir_path()`` (the local session whose
-  processes a killed sweep leaves behind) and ``ray._private.worker.global_worker.node.webui_url``
-  (the dashboard's address);
+  processes a killed sweep leaves behind), ``ray._private.worker.global_worker.node.webui_url`` (the
+  dashboard's address);
+  ``ray._private.ray_constants.ENABLE_RAY_CLUSTER``, ``ray._raylet.Config.initialize`` and
+  ``ray._raylet.AuthenticationTokenLoader`` (this process's Ray reading the loopback and token settings
+  again, as Ray's own ``ray._private.authentication_test_utils`` does) and
+  ``ray._private.authentication.authentication_token_generator`` (a token made as Ray makes it);
 - ``ray_logs``: ``ray._private.ray_logging.global_worker_stdstream_dispatcher`` (to quiet what
   workers forward to the driver) and ``ray._private.worker._global_node`` (the logs directory);
 - ``torch_backend``: ``ray._private.ray_constants``, ``ray.train._internal.utils.get_address_and_port``

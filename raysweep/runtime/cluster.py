@@ -1,5 +1,9 @@
 """The Ray cluster a sweep runs on: start a private local instance or join one, and end it cleanly.
 
+A local instance is private: every process of it listens on loopback only, and it runs with Ray's
+token authentication on (``private_local_ray``).  Every process of it carries its driver's mark in
+its environment (``OWNER_ENV``), so that the driver's end (``shutdown``) ends them all, and a later
+run ends those of a driver that was killed (``stop_orphaned_local_ray``) and never a live sweep's.
 Before anything starts, a joined cluster's address must answer (``check_reachable``).  What fits on
 the cluster is ``raysweep.runtime.capacity``'s.
 """
@@ -8,23 +12,33 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+import sys
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from raysweep.core.errors import UsageError
 
-LOCAL_STATE = Path(tempfile.gettempdir()) / "raysweep-local-ray.json"
+# In the environment of every process of a local Ray that raysweep started (its children inherit it):
+# "<driver pid>:<driver start time>", the process that owns them.
+OWNER_ENV = "RAYSWEEP_LOCAL_RAY_OWNER"
 
 
 def start_local(
     num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: bool = True, env_vars: dict[str, str] | None = None
 ) -> None:
-    """A fresh local Ray instance; first stop one that a killed raysweep driver left behind. ``env_vars``:
-    more environment for every process of the sweep (``raysweep.runtime.bytecode_cache.bytecode_cache``'s)."""
+    """A fresh, private local Ray instance; first end one that a killed raysweep driver left behind.
+    ``env_vars``: more environment for every process of the sweep
+    (``raysweep.runtime.bytecode_cache.bytecode_cache``'s)."""
+    stop_orphaned_local_ray()
+    private_local_ray()
+    os.environ[OWNER_ENV] = owner_mark(os.getpid())
     import ray
 
-    stop_orphaned_local_ray()
     # On a small, busy machine the dashboard's modules can take longer than Ray's 30 s to come up,
     # and then ray.init fails the whole sweep; give them time.
     os.environ.setdefault("RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "180")
@@ -32,27 +46,107 @@ def start_local(
     # every process of a sweep has the project's (project_runtime_env), so none of them is ever used,
     # and their start (an import of Ray each) competes for the CPUs with the first group's.
     os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
-    ray.init(
-        address="local",
-        num_cpus=num_cpus,
-        include_dashboard=dashboard,
-        dashboard_host=dashboard_host,
-        runtime_env=project_runtime_env(local=True, env_vars=env_vars),
-        logging_level="WARNING",
-        log_to_driver=True,
-    )
+    # A terminal's Ctrl-C reaches its whole process group, the local Ray's processes too; they inherit
+    # ignoring it (Python then installs no KeyboardInterrupt handler either), so that a Ctrl-C stops the
+    # sweep through its driver (raysweep.interrupt) instead of failing the trials in flight.
+    with sigint_ignored_by_children():
+        ray.init(
+            address="local",
+            num_cpus=num_cpus,
+            include_dashboard=dashboard,
+            dashboard_host=dashboard_host,
+            runtime_env=project_runtime_env(local=True, env_vars=env_vars),
+            logging_level="WARNING",
+            log_to_driver=True,
+        )
+    record_local_ray(ray._private.worker._global_node.get_session_dir_path())
     if not ray.cluster_resources().get("GPU"):  # Ray's device count: no torch import before Ray starts
         build_cpu_comm_op_once()
-    session = ray.get_runtime_context().gcs_address
-    LOCAL_STATE.write_text(
-        json.dumps(
-            {
-                "driver_pid": os.getpid(),
-                "session_dir": ray._private.worker._global_node.get_session_dir_path(),
-                "gcs": session,
-            }
-        )
-    )
+
+
+@contextmanager
+def sigint_ignored_by_children() -> Iterator[None]:
+    """SIGINT ignored while the processes the block starts inherit it (only the main thread sets handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def private_local_ray() -> None:
+    """Make the local Ray about to start reachable from this machine only, and only with its token.
+
+    Ray binds a node's servers to its node address, and on Linux takes the machine's network address for
+    it; without multi-node clustering (what Ray does on macOS and Windows) the node address is 127.0.0.1,
+    and every server of it (GCS, raylet, workers, agents, metrics) listens there.  Token authentication
+    (Ray's ``RAY_AUTH_MODE=token``) refuses any driver or request without the token, which a local
+    ``ray.init`` reads from Ray's usual sources (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH``,
+    ``~/.ray/auth_token``); where there is none it is made here, readable by this user only (Ray's own
+    would be readable by all).  Ray reads both settings as it is imported: the processes it starts
+    inherit them, and this process's Ray, if imported already, is told to read them again.
+    """
+    PRIVATE_ENV_BEFORE.update({name: os.environ.get(name) for name in PRIVATE_SETTINGS})
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    reread_ray_settings()
+    ensure_private_token()
+
+
+PRIVATE_SETTINGS = ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_AUTH_MODE")
+# Their values before private_local_ray, restored when its Ray ends: a process that goes on (a notebook,
+# a test session) joins or starts its next cluster as it would have.
+PRIVATE_ENV_BEFORE: dict[str, str | None] = {}
+
+
+def reread_ray_settings() -> None:
+    """This process's Ray reads the settings above again (it read them as it was imported)."""
+    from ray._private import ray_constants
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    ray_constants.ENABLE_RAY_CLUSTER = ray_constants.env_bool(
+        ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR, not ray_constants.IS_WINDOWS_OR_OSX
+    )  # as Ray computes it
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def restore_environment() -> None:
+    if not PRIVATE_ENV_BEFORE:
+        return
+    for name, value in PRIVATE_ENV_BEFORE.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    PRIVATE_ENV_BEFORE.clear()
+    reread_ray_settings()
+
+
+def ensure_private_token() -> None:
+    """Ray's default token file, made readable by this user only, where token auth is on and no token exists."""
+    from ray._private.authentication.authentication_token_generator import generate_new_authentication_token
+    from ray._raylet import AuthenticationMode, AuthenticationTokenLoader, get_authentication_mode
+
+    loader = AuthenticationTokenLoader.instance()
+    if get_authentication_mode() != AuthenticationMode.TOKEN or loader.has_token(ignore_auth_mode=True):
+        return
+    path = Path.home() / ".ray" / "auth_token"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(generate_new_authentication_token())
+    loader.reset_cache()
+
+
+def token_auth_on() -> bool:
+    """Whether this process's Ray sends and demands the token (``RAY_AUTH_MODE=token``)."""
+    from ray._raylet import AuthenticationMode, get_authentication_mode
+
+    return get_authentication_mode() == AuthenticationMode.TOKEN
 
 
 def build_cpu_comm_op_once() -> None:
@@ -134,14 +228,33 @@ def check_reachable(address: str) -> None:
         ) from None
 
 
+TOKEN_SOURCES = (
+    "RAY_AUTH_MODE=token and the cluster's token in ~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH"
+)
+
+
 def join(address: str, env_vars: dict[str, str] | None = None) -> None:
+    """Connect to the cluster at ``address``; warn, once, when it takes orders without a token."""
     import ray
+    from ray.exceptions import AuthenticationError
 
     check_reachable(address)
     try:
         ray.init(address=address, runtime_env=project_runtime_env(env_vars=env_vars), logging_level="WARNING")
-    except (ConnectionError, ValueError) as e:
-        raise UsageError(f"--address {address}: cannot join a Ray cluster there ({e})") from None
+    except (AuthenticationError, ConnectionError, ValueError) as e:
+        # A cluster with token authentication refuses a driver without its token as a failed connection.
+        hint = "" if token_auth_on() else f"; if it uses token authentication, give this driver {TOKEN_SOURCES}"
+        raise UsageError(f"--address {address}: cannot join a Ray cluster there ({e}){hint}") from None
+    if not token_auth_on():  # a cluster with token authentication would have refused this driver
+        print(unauthenticated_warning(address), file=sys.stderr)
+
+
+def unauthenticated_warning(address: str) -> str:
+    return (
+        f"raysweep: warning: the Ray cluster at {address} runs without token authentication: anyone who can "
+        "reach its ports can run code on it; start it with RAY_AUTH_MODE=token and join with "
+        f"{TOKEN_SOURCES}"
+    )
 
 
 # Ray Train settings that cut each trial's fixed cost: the controller notices a finished
@@ -162,31 +275,137 @@ def project_runtime_env(local: bool = False, env_vars: dict[str, str] | None = N
     }
 
 
-def stop_orphaned_local_ray() -> None:
-    """A driver killed with SIGKILL leaves its local Ray running; stop that instance's processes."""
+def owner_mark(pid: int) -> str:
+    """``OWNER_ENV``'s value for the process ``pid``: its start time tells it from a later one of that pid."""
     import psutil
 
+    return f"{pid}:{psutil.Process(pid).create_time():.2f}"
+
+
+def alive(mark: str) -> bool:
+    import psutil
+
+    pid, _, _ = mark.partition(":")
     try:
-        state = json.loads(LOCAL_STATE.read_text())
-    except (OSError, ValueError):
-        return
-    if psutil.pid_exists(state.get("driver_pid", -1)):
-        return  # another sweep is running and owns it
-    session_dir = state.get("session_dir") or ""
-    if not session_dir:
-        return
-    victims = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = " ".join(proc.info.get("cmdline") or [])
-        if session_dir in cmdline or os.path.basename(session_dir) in cmdline:
-            victims.append(proc)
-    for proc in victims:
+        return pid.isdigit() and owner_mark(int(pid)) == mark
+    except psutil.Error:
+        return False
+
+
+def local_ray_processes(owned_by) -> list:
+    """The processes of the local Rays whose mark satisfies ``owned_by``: those with the mark in their
+    environment and every process under them (never this process).
+
+    A process that renames itself (Ray's workers, agents and dashboard modules) overwrites its
+    environment's memory, so the mark is read where Ray's own processes keep it (the GCS, the raylet,
+    the dashboard, the log monitor), and what they started is found under them.
+    """
+    import psutil
+
+    found = {}
+    for proc in psutil.process_iter():
+        try:
+            mark = proc.environ().get(OWNER_ENV)
+            if mark and owned_by(mark):
+                for p in [proc, *proc.children(recursive=True)]:
+                    found[p.pid] = p
+        except psutil.Error:  # gone, or another user's
+            continue
+    found.pop(os.getpid(), None)
+    return list(found.values())
+
+
+def own_local_ray() -> list:
+    """Every process of the local Ray this process started: its marked processes and all under this one."""
+    import psutil
+
+    mark = os.environ.get(OWNER_ENV)
+    if not mark:
+        return []
+    found = {p.pid: p for p in local_ray_processes(lambda other: other == mark)}
+    found.update((p.pid, p) for p in psutil.Process().children(recursive=True))
+    return list(found.values())
+
+
+def end(processes: list) -> None:
+    import psutil
+
+    for proc in processes:
         try:
             proc.kill()
         except psutil.Error:
             pass
-    psutil.wait_procs(victims, timeout=10)
-    LOCAL_STATE.unlink(missing_ok=True)
+    psutil.wait_procs(processes, timeout=10)
+
+
+# One file per driver with a local Ray: <pid>.json, its mark and its Ray session's directory.
+STATE_DIR = Path(tempfile.gettempdir()) / "raysweep-local-ray"
+
+
+def record_local_ray(session_dir: str) -> None:
+    STATE_DIR.mkdir(exist_ok=True)
+    state = {"owner": os.environ[OWNER_ENV], "session_dir": session_dir}
+    (STATE_DIR / f"{os.getpid()}.json").write_text(json.dumps(state))
+
+
+def session_processes(session_dir: str) -> list:
+    """This user's processes that name ``session_dir`` or keep a file of it open (Ray's agents keep their
+    logs there), and every process under them."""
+    import psutil
+
+    found = {}
+    for proc in psutil.process_iter():
+        try:
+            if session_dir in " ".join(proc.cmdline()) or any(
+                f.path.startswith(session_dir) for f in proc.open_files()
+            ):
+                for p in [proc, *proc.children(recursive=True)]:
+                    found[p.pid] = p
+        except psutil.Error:
+            continue
+    found.pop(os.getpid(), None)
+    return list(found.values())
+
+
+def stop_orphaned_local_ray() -> None:
+    """A driver killed with SIGKILL leaves its local Ray running; end the processes of every such instance.
+
+    Only those whose driver is gone: the local Ray of a sweep still running keeps every process.  Ray's
+    reaper ends the GCS and the raylet when their driver dies, which leaves what they started (the agents,
+    workers) with neither a parent nor a readable mark: those are found by their session's files.
+    """
+    orphans = local_ray_processes(lambda mark: not alive(mark))
+    for path in STATE_DIR.glob("*.json") if STATE_DIR.is_dir() else []:
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not alive(state.get("owner", "")):
+            orphans += session_processes(state.get("session_dir") or "/nonexistent-session")
+            path.unlink(missing_ok=True)
+    end(orphans)
+
+
+def shutdown() -> None:
+    """Disconnect from Ray; a local instance this process started ends, every process of it.
+
+    ``ray.shutdown`` stops the instance's GCS and raylet; what outlives them (Ray's dashboard modules
+    and agents, a Train controller whose run was still starting) is ended here: the processes seen
+    before it (a psutil handle ends only the process it was made for, never a later one of its pid).
+    """
+    import ray
+
+    started = own_local_ray()
+    ray.shutdown()
+    end(started + own_local_ray())
+    os.environ.pop(OWNER_ENV, None)
+    (STATE_DIR / f"{os.getpid()}.json").unlink(missing_ok=True)
+    restore_environment()
+
+
+def kill_local_now() -> None:
+    """End this process's local Ray at once (an interrupt), without asking Ray."""
+    end(own_local_ray())
 
 
 def dashboard_url() -> str | None:

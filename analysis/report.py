@@ -13,6 +13,7 @@ from analysis.groups import COMPARISONS
 from analysis.paper import paper_beside_us
 from analysis.plots import HEADLINES, Plots
 from analysis.render import Block, Bullets, Heading, Image, Paragraph, Table
+from analysis.sequence import resolution_section
 
 TOP_ROWS = 15  # longer per-trial tables are cut here; scaling.parquet has every row
 
@@ -391,6 +392,7 @@ def trials_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         *note,
     ]
     blocks += sequence_parallel_section(analysis)
+    blocks += resolution_section(analysis.data)
     return blocks + detail_images(plots, "epochs")
 
 

@@ -38,16 +38,22 @@ MODELS = {
 }
 # (model, SP degree) run on 4 ranks (DP = 4 / SP) and on 2 ranks
 RUNS_ON_4 = [("avg", 2), ("avg", 4), ("cls", 2), ("cls", 4), ("reg_uneven", 2), ("reg_uneven", 4), ("cls_3heads", 2)]
+RUNS_ON_4 += [("cls_checkpointed", 4)]  # every block checkpointed: its all-to-alls run again in the backward
 RUNS_ON_2 = [("avg", 2), ("cls", 2), ("cls_3heads", 2)]
 BATCH = 4
 VIT_B_AVG_896 = TokenShape(num_heads=12, num_tokens=3136, prefix_tokens=0, global_pool="avg")
 
 
 def tiny_vit(name: str = "avg") -> torch.nn.Module:
+    """MODELS[name]; a name ending in _checkpointed is that model with every block's activations checkpointed."""
     import timm
 
+    from trainers.activation_checkpointing import apply_activation_checkpointing
+
+    base = name.removesuffix("_checkpointed")
     torch.manual_seed(0)
-    return timm.create_model("vit_tiny_patch16_224", pretrained=False, num_classes=10, **MODELS[name])
+    model = timm.create_model("vit_tiny_patch16_224", pretrained=False, num_classes=10, **MODELS[base])
+    return model if base == name else apply_activation_checkpointing(model, 1)
 
 
 def tiny_batch() -> tuple[torch.Tensor, torch.Tensor]:
@@ -134,7 +140,7 @@ def reference() -> dict:
     ids=[f"w4-{n}-sp{sp}" for n, sp in RUNS_ON_4] + [f"w2-{n}-sp{sp}" for n, sp in RUNS_ON_2],
 )
 def test_sp_reproduces_loss_and_every_gradient_of_sp1(sp_runs, world, name, sp):
-    run, expected = sp_runs[(world, name, sp)], sp1_result(name)
+    run, expected = sp_runs[(world, name, sp)], sp1_result(name.removesuffix("_checkpointed"))
     torch.testing.assert_close(run["loss"], expected["loss"], rtol=1e-5, atol=1e-6)
     assert run["grads"].keys() == expected["grads"].keys()
     for param_name, grad in expected["grads"].items():

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import EPOCH_KEY, RANKS_KEY, TRIAL_ID_KEY, TRIAL_KEY
+from trainers.activation_checkpointing import apply_activation_checkpointing
 from trainers.batches import Batches, make_batches
 from trainers.checkpointing import discard, restore_checkpoint, save_checkpoint
 from trainers.comm_profile import ProfileWindow
@@ -71,7 +72,7 @@ def train_trial(config: dict, resume_from: ray.train.Checkpoint | None) -> None:
     compute = ComputeRate(
         training_flops_per_sample(model), peak_flops(device_name(device), params.precision, params.peak_tflops)
     )
-    model = apply_sequence_parallel(model, groups)
+    model = apply_activation_checkpointing(apply_sequence_parallel(model, groups), params.activation_checkpointing)
     meter.mark("model_built")
     plan = EpochPlan.of(params, data, start_epoch=0)
     engine = build_engine(params, model, device, total_steps=plan.steps_per_epoch * params.epochs)

@@ -153,7 +153,7 @@ LOCAL_TRAIN_ENV = {"RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0"}
 
 def project_runtime_env(local: bool = False, env_vars: dict[str, str] | None = None) -> dict:
     """Ship the project's own packages to every node: nodes need only the dependencies."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     return {
         "py_modules": [str(root / pkg) for pkg in ("raysweep", "trainers")],
         "env_vars": {**TRAIN_ENV, **(LOCAL_TRAIN_ENV if local else {}), **(env_vars or {})},

@@ -61,11 +61,16 @@ def test_sp2_with_checkpointing_trains_8_channel_uint16_arrays_as_sp1_does(tmp_p
 
 
 def test_channels_unlike_in_chans_are_refused_before_any_trial(tmp_path: Path):
+    """Planning (on the started cluster, overlapping its start) refuses the trial: exit 2, one line, no trial."""
     data = make_array_folder(tmp_path / "arrays", channels=8, dtype="uint16")
+    space = {"description": "in_chans unlike the data", "axes": {"seed": [0]}, "fixed": SHRUNK | {"in_chans": 3}}
+    path = tmp_path / "mismatch.yaml"
+    path.write_text(yaml.safe_dump(space, sort_keys=False))
     proc = run_cli(
-        *("--space", "scientific", "--dataset", "arrays", "--data-dir", str(data), "--set", "in_chans=3"),
-        *("--results-dir", str(tmp_path), "--no-dashboard"),
-        timeout=120,
+        *("--space", str(path), "--data-dir", str(data), "--results-dir", str(tmp_path), "--name", "bad"),
+        "--no-dashboard",
+        timeout=400,
     )
     assert proc.returncode == 2, explain(proc)
-    assert "in_chans=3 but the arrays in" in proc.stderr and "hold 8 channels" in proc.stderr, explain(proc)
+    assert "in_chans=3 but the arrays in" in proc.stderr and "hold 8 channels; set in_chans=8" in proc.stderr
+    assert not (tmp_path / "bad" / "trials").exists(), explain(proc)

@@ -172,3 +172,13 @@ def test_any_channel_count_builds_the_patch_embedding_for_it():
     TrialParams(dataset="synthetic", in_chans=13, activation_checkpointing=2).validate()
     model = create_model("vit_micro_patch4_32", num_classes=4, in_chans=13)
     assert model.patch_embed.proj.in_channels == 13 and model(torch.zeros(1, 13, 32, 32)).shape == (1, 4)
+
+
+@pytest.mark.parametrize("layout", ["chw", "hwc"])
+def test_tiff_arrays_read_as_npy_ones_do(tmp_path, layout):
+    pytest.importorskip("tifffile")
+    folder = make_array_folder(tmp_path, channels=12, dtype="uint16", format="tif", layout=layout)
+    index = index_arrays(str(folder))
+    assert (index.train.channels, index.train.dtype) == (12, "uint16")
+    assert all(f.endswith(".tif") for f in index.train.files)
+    assert read_array(index.train.files[0]).shape == index.train.shape(0)

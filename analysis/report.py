@@ -16,6 +16,7 @@ from analysis.plots import HEADLINES, Plots
 from analysis.prediction_section import prediction_section
 from analysis.render import Block, Bullets, Heading, Image, Paragraph, Table
 from analysis.scaling import MIN_FIT_WORKER_COUNTS, ScalingResult
+from analysis.sequence import resolution_section
 from analysis.setup import measured_setup
 
 TOP_ROWS = 15  # longer per-trial tables are cut here; scaling.parquet has every row
@@ -351,6 +352,7 @@ def trials_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         *note,
     ]
     blocks += sequence_parallel_section(analysis)
+    blocks += resolution_section(analysis.data)
     return blocks + detail_images(plots, "epochs")
 
 

@@ -53,4 +53,4 @@ def check_trial(params: TrialParams, *, local_files: bool = True) -> None:
                 f"data_dir {params.data_dir} is not a directory (add --download to fetch {params.dataset} there)"
             )
         return
-    check_data_dir(params.dataset, params.data_dir, params.download)
+    check_data_dir(params.dataset, params.data_dir, params.download, params.in_chans)

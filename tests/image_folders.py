@@ -46,3 +46,11 @@ def folder_with_a_large_image(root: Path, train_per_class: int, val_per_class: i
     make_image_folder(root, ("a", "b"), train_per_class, val_per_class)
     write_image(root / "train" / "a" / "big.jpg", 600, 300, 40)
     return root
+
+
+def make_array_folder(root: Path, channels: int = 8, dtype: str = "uint16", **spec) -> Path:
+    """``trainers.make_arrays``'s folder, CPU-sized: 2 classes x 4 training and 2 held-out arrays of 24 to 40 px."""
+    from trainers.make_arrays import ArrayFolderSpec, make_arrays
+
+    sizes = dict(size=40, min_size=24, classes=2, per_class=4, val_per_class=2)
+    return make_arrays(root, ArrayFolderSpec(channels=channels, dtype=dtype, **(sizes | spec)))

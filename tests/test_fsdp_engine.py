@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from raysweep.core.params import TrialParams
+from trainers.activation_checkpointing import apply_activation_checkpointing
 from trainers.deepspeed_config import GRAD_CLIP_NORM
 from trainers.engines.fsdp import FSDPEngine
 
@@ -55,9 +56,9 @@ def micro_batches(rank: int, steps: range):
             yield torch.randn(MICRO_BATCH, 3, 8, 8, generator=g), torch.randint(0, 3, (MICRO_BATCH,), generator=g)
 
 
-def ddp_losses(rank: int) -> list[float]:
+def ddp_losses(rank: int, checkpointing: int = 0) -> list[float]:
     """The reference: torch DDP, no sync between boundaries, clipping, then step and schedule."""
-    model = DistributedDataParallel(tiny_vit(seed=0))
+    model = DistributedDataParallel(apply_activation_checkpointing(tiny_vit(seed=0), checkpointing))
     optimizer = make_optimizer(model)
     scheduler = make_scheduler(optimizer)
     losses = []
@@ -87,7 +88,7 @@ def engine_losses(engine: FSDPEngine, rank: int, steps: range) -> list[float]:
     return losses
 
 
-def fsdp_engine(seed: int, reshard_after_forward: bool, precision: str = "fp32") -> FSDPEngine:
+def fsdp_engine(seed: int, reshard_after_forward: bool, precision: str = "fp32", checkpointing: int = 0) -> FSDPEngine:
     params = TrialParams(
         num_workers=WORLD,
         grad_accum_steps=ACCUM,
@@ -96,7 +97,8 @@ def fsdp_engine(seed: int, reshard_after_forward: bool, precision: str = "fp32")
         engine="fsdp",
         reshard_after_forward=reshard_after_forward,
     )
-    return FSDPEngine(params, tiny_vit(seed), torch.device("cpu"), make_optimizer, make_scheduler)
+    model = apply_activation_checkpointing(tiny_vit(seed), checkpointing)
+    return FSDPEngine(params, model, torch.device("cpu"), make_optimizer, make_scheduler)
 
 
 def run_rank(rank: int, port: int, workdir: Path) -> None:
@@ -106,6 +108,9 @@ def run_rank(rank: int, port: int, workdir: Path) -> None:
         for reshard in (True, False):
             engine = fsdp_engine(seed=0, reshard_after_forward=reshard)
             result[f"fsdp_reshard_{reshard}"] = engine_losses(engine, rank, range(STEPS))
+        result["ddp_checkpointed"] = ddp_losses(rank, checkpointing=1)
+        checkpointed = fsdp_engine(seed=0, reshard_after_forward=True, checkpointing=1)
+        result["fsdp_checkpointed"] = engine_losses(checkpointed, rank, range(STEPS))
         bf16 = fsdp_engine(seed=0, reshard_after_forward=True, precision="bf16")
         result["bf16"] = engine_losses(bf16, rank, range(STEPS))
         result["bf16_master_dtypes"] = sorted({str(p.dtype) for p in bf16.module.parameters()})
@@ -143,6 +148,12 @@ def test_fsdp_losses_match_ddp_with_accumulation_and_clipping(results, reshard):
         fsdp = result[f"fsdp_reshard_{reshard}"]
         assert len(fsdp) == STEPS * ACCUM
         assert fsdp == pytest.approx(result["ddp"], rel=1e-5, abs=1e-6), f"rank {rank}"
+
+
+@pytest.mark.parametrize("run", ["ddp_checkpointed", "fsdp_checkpointed"])
+def test_activation_checkpointing_takes_the_same_steps_under_ddp_and_fsdp(results, run):
+    for rank, result in enumerate(results):
+        assert result[run] == pytest.approx(result["ddp"], rel=1e-5, abs=1e-6), f"rank {rank}"
 
 
 def test_bf16_computes_in_bf16_over_fp32_master_weights(results):

@@ -30,6 +30,7 @@ PLANNED_ON_8_GPUS = {
     "optimizers": 3,
     "placement": 2,
     "precision": 3,
+    "scientific": 24,  # 3 resolutions x SP 1, 2, 4, 8 (one group each) x checkpointing off and on
     "seq_parallel": 15,  # 3 resolutions x (SP 1, 2, 4 on as many ranks, and SP 1 on 2 and 4 ranks)
     "strong_scaling": 4 * 3,
     "weak_scaling": 4 * 3,

@@ -18,6 +18,8 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from raysweep.core.params import TrialParams
+from trainers.arrays import ArraySplit, array_stats
+from trainers.channel_stats import IMAGE_STATS, ChannelStats
 from trainers.crops import CropRecipe, crop_images, flip_chosen
 from trainers.datasets import ImageData
 from trainers.imagefolder import (
@@ -33,8 +35,6 @@ from trainers.pixel_copy import PixelSplit, pixel_copy, read_batches
 from trainers.prefetch import prefetched
 from trainers.prepared import pays_to_prepare, prepared_index
 
-# every channel count normalised alike: [0, 1] -> [-1, 1]
-MEAN, STD = 0.5, 0.5
 # seconds a loader worker may take for one micro batch before the trial fails
 LOADER_TIMEOUT_S = 300
 # threads reading a pixel copy for a GPU rank, in place of its loader workers: two already read many
@@ -63,13 +63,19 @@ def pad_crop(x: torch.Tensor, pad: int) -> torch.Tensor:
 
 
 def to_model_input(
-    pixels: torch.Tensor, image_size: int, dtype: torch.dtype, flip: bool, crop_pad: int = 0
+    pixels: torch.Tensor,
+    image_size: int,
+    dtype: torch.dtype,
+    flip: bool,
+    crop_pad: int = 0,
+    stats: ChannelStats = IMAGE_STATS,
 ) -> torch.Tensor:
-    """uint8 (B, C, h, w) on the device -> normalised float (B, C, S, S); random pad-crop and flip if asked."""
-    x = pixels.to(torch.float32).div_(255.0)
+    """(B, C, h, w) stored values on the device (uint8 images, or arrays) -> normalised by ``stats``, float
+    (B, C, S, S); random pad-crop and flip if asked."""
+    x = pixels.to(torch.float32)
     if crop_pad:  # before normalising: the padding is black, as in torchvision's RandomCrop(padding=4)
         x = pad_crop(x, crop_pad)
-    x = (x - MEAN) / STD
+    x = stats.normalise(x)
     if x.shape[-1] != image_size or x.shape[-2] != image_size:
         x = F.interpolate(x, size=(image_size, image_size), mode="bilinear", align_corners=False)
     if flip:
@@ -101,6 +107,9 @@ def shard_indices(num_samples: int, rank: int, world: int, epoch: int, seed: int
     return padded[rank::world]
 
 
+# splits read as stored values, never decoded
+STORED_SPLITS = (PixelSplit, ArraySplit)
+
 # Datasets up to this size (uint8 pixels) live on the device for the whole trial: a step then
 # gathers its batch there, and nothing crosses the bus (CIFAR-10 is 150 MiB).
 DEVICE_RESIDENT_BYTES = 4 * 2**30
@@ -122,7 +131,7 @@ class Batches:
     ):
         self.data, self.device, self.image_size, self.dtype = data, device, image_size, dtype
         self.rank, self.world, self.seed, self.loading = rank, world, seed, loading
-        self.flip = loading.recipe.flip
+        self.flip, self.stats = loading.recipe.flip, data.stats
         tensors = [data.train_x, data.train_y, data.val_x, data.val_y]
         size = sum(t.numel() * t.element_size() for t in tensors if t is not None)
         home = device if size <= DEVICE_RESIDENT_BYTES else torch.device("cpu")
@@ -134,11 +143,12 @@ class Batches:
         pixels = x[take].to(self.device, non_blocking=True)
         labels = y[take].to(self.device, non_blocking=True)
         crop_pad = self.data.pad_crop if augment else 0
-        return to_model_input(pixels, self.image_size, self.dtype, self.flip and augment, crop_pad), labels
+        x = to_model_input(pixels, self.image_size, self.dtype, self.flip and augment, crop_pad, self.stats)
+        return x, labels
 
     def on_device(self, split: Split) -> bool:
-        """Whether ``split``'s batches are decoded (files) or cropped (a pixel copy) on this rank's GPU."""
-        if isinstance(split, PixelSplit):
+        """Whether ``split``'s batches are decoded (files) or cropped (a pixel copy, arrays) on this rank's GPU."""
+        if isinstance(split, STORED_SPLITS):
             return self.device.type == "cuda"
         return decodes_on_gpu(self.loading.decode, self.device, self.loading.workers, all_jpeg(split))
 
@@ -147,11 +157,11 @@ class Batches:
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """Micro batches of ``split`` in ``order``, read (and decoded) while the step runs.
 
-        By loader worker processes, except a pixel copy on a GPU rank: there ``PIXEL_READERS`` threads
-        of this process read it (``read_batches``).
+        By loader worker processes, except a pixel copy or arrays on a GPU rank: there ``PIXEL_READERS``
+        threads of this process read them (``read_batches``).
         """
         recipe = self.loading.recipe if train else None
-        stored, gpu = isinstance(split, PixelSplit), self.on_device(split)
+        stored, gpu = isinstance(split, STORED_SPLITS), self.on_device(split)
         workers = self.loading.workers
         if stored and gpu:
             items = read_batches(split, order, micro_batch, PIXEL_READERS, pin=True)
@@ -186,7 +196,8 @@ class Batches:
                 pixels = decode_on_device(
                     pixels, self.device, self.image_size, self.loading.in_chans, recipe, generator
                 )
-            x = to_model_input(pixels.to(self.device, non_blocking=True), self.image_size, self.dtype, flip=False)
+            pixels = pixels.to(self.device, non_blocking=True)
+            x = to_model_input(pixels, self.image_size, self.dtype, flip=False, stats=self.stats)
             return x, labels.to(self.device, non_blocking=True)
 
         yield from prefetched(items, prepare, self.device)
@@ -214,7 +225,7 @@ class Batches:
         # One fixed random batch, as timm's benchmark does: the data path costs nothing.
         if self.synthetic_x is None or self.synthetic_x.shape[0] != micro_batch:
             g = torch.Generator(device=self.device).manual_seed(self.seed + self.rank)
-            shape = (micro_batch, 3, self.image_size, self.image_size)
+            shape = (micro_batch, self.loading.in_chans, self.image_size, self.image_size)
             self.synthetic_x = torch.randn(shape, generator=g, device=self.device).to(self.dtype)
             self.synthetic_y = torch.randint(0, self.data.num_classes, (micro_batch,), generator=g, device=self.device)
         for _ in range(num_batches):
@@ -269,8 +280,11 @@ def folder_to_read(params: TrialParams, data: ImageData, image_size: int, worker
     that pays (``prepare=auto``), else unchanged.
 
     The first trial on a node builds the copy with ``workers`` processes (its ranks there wait on the lock);
-    every later trial of the sweep, and of later sweeps over the unchanged folder, reuses it.
+    every later trial of the sweep, and of later sweeps over the unchanged folder, reuses it.  An arrays
+    folder is read as it is (no decode to save); what is prepared for it is its channel statistics.
     """
+    if data.folder is not None and isinstance(data.folder.train, ArraySplit):
+        return dataclasses.replace(data, stats=array_stats(params.data_dir, data.folder, workers))
     if data.folder is None or params.prepare == "off":
         return data
     if params.prepare == "pixels":

@@ -141,11 +141,16 @@ def edge_padded_batch(flat: torch.Tensor, shapes: torch.Tensor) -> torch.Tensor:
     cols = torch.arange(int(widths.max()) + 1, device=device, dtype=dtype)[None, None, None, :]
     planes = torch.arange(int(channels[0]), device=device, dtype=dtype)[None, :, None, None] * h * w
     index = start + planes + torch.minimum(rows, h - 1) * w + torch.minimum(cols, w - 1)
-    return flat[index].to(torch.float32)
+    # uint8 is gathered as stored (a quarter of float32's bytes); other dtypes as float32, because CUDA
+    # does not index every dtype (uint16)
+    return (flat if flat.dtype == torch.uint8 else flat.to(torch.float32))[index].to(torch.float32)
 
 
 def crop_batch(flat: torch.Tensor, shapes: torch.Tensor, boxes: torch.Tensor, size: int) -> torch.Tensor:
-    """uint8 (B, C, size, size): box i (``boxes`` (B, 4) of top, left, h, w) of image i resized to ``size``."""
+    """(B, C, size, size): box i (``boxes`` (B, 4) of top, left, h, w) of image i resized to ``size``.
+
+    uint8 images come back uint8, rounded as a resize of uint8 rounds; arrays of other dtypes as float32.
+    """
     from torchvision.ops import roi_align
 
     batch = edge_padded_batch(flat, shapes)
@@ -153,7 +158,7 @@ def crop_batch(flat: torch.Tensor, shapes: torch.Tensor, boxes: torch.Tensor, si
     index = torch.arange(len(shapes), dtype=torch.float32)
     rois = torch.stack([index, left, top, left + w, top + h], dim=1).to(batch.device)
     out = roi_align(batch, rois, output_size=(size, size), spatial_scale=1.0, sampling_ratio=-1, aligned=True)
-    return out.round_().clamp_(0, 255).to(torch.uint8)
+    return out.round_().clamp_(0, 255).to(torch.uint8) if flat.dtype == torch.uint8 else out
 
 
 def crop_images(
@@ -161,8 +166,8 @@ def crop_images(
 ) -> torch.Tensor:
     """The recipe's crops of a micro batch of differently sized images (``back_to_back``'s form), on their device.
 
-    uint8 (B, C, size, size).  Boxes and flips are drawn on the host from ``generator`` (a few numbers
-    per image); ``recipe`` None crops for validation, as ``val_crop`` does.
+    (B, C, size, size), uint8 for uint8 images (``crop_batch``).  Boxes and flips are drawn on the host from
+    ``generator`` (a few numbers per image); ``recipe`` None crops for validation, as ``val_crop`` does.
     """
     flat, shapes = stored
     heights, widths = shapes[:, 1], shapes[:, 2]

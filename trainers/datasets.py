@@ -1,5 +1,5 @@
 """Datasets by name.  Small ones load as uint8 images (N, 3, H, W) at their stored size; imagefolder
-loads its file list and is streamed (``trainers.imagefolder``).
+and arrays load their file lists and are streamed (``trainers.imagefolder``, ``trainers.arrays``).
 
 In-memory images stay small and uint8 until they reach the device: conversion, normalisation,
 augmentation and resizing to the model's resolution happen there (``trainers.batches``),
@@ -18,13 +18,16 @@ import numpy as np
 import torch
 
 from raysweep.core.errors import UsageError
+from trainers.arrays import index_arrays
+from trainers.channel_stats import IMAGE_STATS, ChannelStats
 from trainers.imagefolder import FolderIndex, check_imagefolder, index_imagefolder
 
 
 @dataclass
 class ImageData:
     """A train and a held-out split: in memory, or an image folder's file list (``folder``);
-    ``synthetic`` has neither (made on the device).  ``pad_crop``: CIFAR's random crop after zero padding."""
+    ``synthetic`` has neither (made on the device).  ``pad_crop``: CIFAR's random crop after zero padding.
+    ``stats``: what the device normalises by (an arrays folder's are measured when its ranks first read it)."""
 
     num_classes: int
     train_x: torch.Tensor | None = None  # uint8 (N, 3, H, W)
@@ -33,6 +36,7 @@ class ImageData:
     val_y: torch.Tensor | None = None
     folder: FolderIndex | None = None
     pad_crop: int = 0
+    stats: ChannelStats = IMAGE_STATS
 
     @property
     def num_train(self) -> int:
@@ -129,21 +133,37 @@ def load_imagefolder(data_dir: str, download: bool = False, seed: int = 0) -> Im
     return ImageData(len(index.classes), folder=index)
 
 
+def load_arrays(data_dir: str, download: bool = False, seed: int = 0) -> ImageData:
+    """Scientific arrays by class folder (``trainers.arrays``): the file list and headers; ranks stream the values."""
+    index = index_arrays(data_dir)
+    return ImageData(len(index.classes), folder=index)
+
+
 DATASETS: dict[str, Callable[..., ImageData]] = {
     "digits": load_digits,
     "synthetic": load_synthetic,
     "cifar10": load_cifar10,
     "cifar100": load_cifar100,
     "imagefolder": load_imagefolder,
+    "arrays": load_arrays,
 }
+# datasets of 8-bit images, read in 1 or 3 channels; the others' channels are the data's own
+IMAGE_DATASETS = ("digits", "synthetic", "cifar10", "cifar100", "imagefolder")
 
 
-def check_data_dir(name: str, data_dir: str, download: bool) -> None:
-    """Before anything starts: the files a dataset reads are where the trial will look for them."""
+def check_data_dir(name: str, data_dir: str, download: bool, in_chans: int = 3) -> None:
+    """Before anything starts: the files a dataset reads are where the trial will look for them, readable,
+    and (arrays) of the channel count the model takes."""
     if name in CIFAR_LAYOUT and not download:
         check_cifar_files(name, data_dir)
     if name == "imagefolder":
         check_imagefolder(data_dir)
+    if name == "arrays":
+        channels = index_arrays(data_dir).train.channels
+        if channels != in_chans:
+            raise UsageError(
+                f"in_chans={in_chans} but the arrays in {data_dir} hold {channels} channels; set in_chans={channels}"
+            )
 
 
 def load_dataset(name: str, data_dir: str = "", download: bool = False, seed: int = 0) -> ImageData:

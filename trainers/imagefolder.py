@@ -54,25 +54,30 @@ class FolderIndex:
     val: Split
 
 
-def image_files(folder: Path) -> list[str]:
-    return sorted(str(p) for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+def image_files(folder: Path, suffixes: tuple[str, ...] = IMAGE_SUFFIXES) -> list[str]:
+    return sorted(str(p) for p in folder.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
 
 
-def index_imagefolder(data_dir: str) -> FolderIndex:
-    """The file list of both splits; a UsageError of one line naming the folder for each layout fault."""
+def index_imagefolder(
+    data_dir: str, suffixes: tuple[str, ...] = IMAGE_SUFFIXES, dataset: str = "imagefolder"
+) -> FolderIndex:
+    """The file list of both splits; a UsageError of one line naming the folder for each layout fault.
+
+    ``suffixes`` are the files a class folder holds (``dataset`` names the layout in the messages).
+    """
     root = Path(data_dir)
     splits = {name: root / name for name in ("train", "val")}
     for name, split in splits.items():
         if not split.is_dir():
-            raise UsageError(f"imagefolder: {root} has no {name}/ folder (needs train/<class>/ and val/<class>/)")
+            raise UsageError(f"{dataset}: {root} has no {name}/ folder (needs train/<class>/ and val/<class>/)")
     class_sets = {name: sorted(d.name for d in split.iterdir() if d.is_dir()) for name, split in splits.items()}
     if not class_sets["train"]:
-        raise UsageError(f"imagefolder: {splits['train']} has no class folders")
+        raise UsageError(f"{dataset}: {splits['train']} has no class folders")
     if class_sets["train"] != class_sets["val"]:
         only_train = sorted(set(class_sets["train"]) - set(class_sets["val"]))
         only_val = sorted(set(class_sets["val"]) - set(class_sets["train"]))
         raise UsageError(
-            f"imagefolder: class folders of {splits['train']} and {splits['val']} differ "
+            f"{dataset}: class folders of {splits['train']} and {splits['val']} differ "
             f"(only in train: {only_train[:5]}, only in val: {only_val[:5]})"
         )
     classes = class_sets["train"]
@@ -80,9 +85,9 @@ def index_imagefolder(data_dir: str) -> FolderIndex:
     for name, split in splits.items():
         files, labels = [], []
         for label, cls in enumerate(classes):
-            found = image_files(split / cls)
+            found = image_files(split / cls, suffixes)
             if not found:
-                raise UsageError(f"imagefolder: class folder {split / cls} has no images ({', '.join(IMAGE_SUFFIXES)})")
+                raise UsageError(f"{dataset}: class folder {split / cls} has no images ({', '.join(suffixes)})")
             files += found
             labels += [label] * len(found)
         read[name] = FolderSplit(files, labels)

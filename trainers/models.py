@@ -22,8 +22,8 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     # CIFAR-native ViT-S: 32x32 inputs, 4x4 patches.
     "vit_small_patch4_32": ("vit_small_patch16_224", {"img_size": 32, "patch_size": 4, "num_heads": 6}),
-    # Sequence parallelism splits the patch tokens, so these have no class token (197 tokens at 224 px is
-    # prime) and average-pool: ViT-B/16 (12 heads; 196, 784, 3136 tokens at 224, 448, 896 px) and a CPU one.
+    # Without class token, average-pooled: ViT-B/16 (12 heads; 196, 784, 3136 tokens at 224, 448, 896 px) and
+    # a CPU one: the seq_parallel space's models (sequence parallelism takes class-token ViTs too).
     "vit_base_patch16_avg_224": (
         "vit_base_patch16_224",
         {"img_size": 224, "patch_size": 16, "num_heads": 12, "class_token": False, "global_pool": "avg"},

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -49,6 +50,9 @@ class PixelSplit:
     labels: list[int]
     channels: int
     _chunks: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    # what ``stored`` returns: ``read_batches`` reads arrays of other dtypes (``trainers.arrays``) the same way
+    torch_dtype = torch.uint8
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -90,8 +94,19 @@ class PixelSplit:
 StoredBatch = tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
+class StoredSplit(Protocol):
+    """A split read without decoding: a pixel copy (``PixelSplit``) or a folder of arrays (``ArraySplit``)."""
+
+    labels: list[int]
+    torch_dtype: torch.dtype
+
+    def shape(self, i: int) -> tuple[int, int, int]: ...
+
+    def stored(self, i: int) -> np.ndarray: ...
+
+
 def read_batches(
-    split: PixelSplit, order: list[int], micro_batch: int, threads: int, pin: bool
+    split: StoredSplit, order: list[int], micro_batch: int, threads: int, pin: bool
 ) -> Iterator[StoredBatch]:
     """Micro batches of ``split`` in ``order``: ``((flat, shapes), labels)``, each batch's images in one tensor.
 
@@ -107,7 +122,7 @@ def read_batches(
 
     def read(indices: list[int]) -> StoredBatch:
         shapes = torch.tensor([split.shape(i) for i in indices], dtype=torch.int64)
-        flat = torch.empty(int(shapes.prod(dim=1).sum()), dtype=torch.uint8, pin_memory=pin)
+        flat = torch.empty(int(shapes.prod(dim=1).sum()), dtype=split.torch_dtype, pin_memory=pin)
         np.concatenate([split.stored(i) for i in indices], out=flat.numpy())
         return (flat, shapes), torch.tensor([split.labels[i] for i in indices], dtype=torch.int64)
 

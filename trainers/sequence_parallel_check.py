@@ -1,6 +1,8 @@
 """Whether a trial's sequence-parallel degree fits its model and engine, checked before it starts.
 
-Supported: engine=deepspeed with ZeRO 0, 1, 2 and engine=ddp (their gradient mean over all ranks is
+Supported: any token count and prefix tokens (class, registers; padded to a multiple of the degree), any
+head count of at least the degree (split unevenly where it does not divide), class-token or average
+pooling; engine=deepspeed with ZeRO 0, 1, 2 and engine=ddp (their gradient mean over all ranks is
 exact, see trainers/sequence_parallel.py). Refused: ZeRO-3 (it gathers a module's parameters when that
 module runs, and the SP forward reads the position embedding outside any submodule's forward) and
 engine=fsdp (not built for it yet).
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import SP_ZERO_STAGES, TrialParams
+from trainers.sequence_parallel import SP_POOLS
 
 SP_ENGINES = ("deepspeed", "ddp")
 
@@ -38,16 +41,16 @@ def check_sequence_parallel(
         raise UsageError(f"sequence_parallel={sp} needs engine in {SP_ENGINES}, got engine={engine!r}")
     if engine == "deepspeed" and zero_stage not in SP_ZERO_STAGES:
         raise UsageError(f"sequence_parallel={sp} supports zero_stage in {SP_ZERO_STAGES}, got zero_stage={zero_stage}")
-    if shape.prefix_tokens or shape.global_pool != "avg":
+    if shape.global_pool not in SP_POOLS:
         raise UsageError(
-            f"sequence_parallel={sp} needs a ViT without class token that average-pools; {model} has "
-            f"{shape.prefix_tokens} prefix token(s) and global_pool={shape.global_pool!r} ({shape.num_tokens} tokens): "
-            "use class_token=False/global_pool='avg', e.g. model=vit_base_patch16_avg_224"
+            f"sequence_parallel={sp} needs a ViT that pools its class token or averages its tokens; {model} has "
+            f"global_pool={shape.global_pool!r}: use global_pool in {SP_POOLS}"
         )
-    if shape.num_heads % sp:
-        raise UsageError(f"sequence_parallel={sp} must divide the {shape.num_heads} attention heads of {model}")
-    if shape.num_tokens % sp:
-        raise UsageError(f"sequence_parallel={sp} must divide the {shape.num_tokens} tokens per image of {model}")
+    if sp > shape.num_heads:
+        raise UsageError(
+            f"sequence_parallel={sp} exceeds the {shape.num_heads} attention heads of {model}: every SP rank "
+            f"attends with at least one head"
+        )
 
 
 def token_shape(model_name: str, image_size: int = 0) -> TokenShape:
@@ -65,7 +68,7 @@ def token_shape(model_name: str, image_size: int = 0) -> TokenShape:
         num_heads=int(vit.blocks[0].attn.num_heads),
         num_tokens=int(vit.patch_embed.num_patches) + prefix,
         prefix_tokens=prefix,
-        global_pool=str(getattr(vit, "global_pool", "")),
+        global_pool=str(getattr(vit, "global_pool", "")) if getattr(vit, "attn_pool", None) is None else "map",
     )
 
 

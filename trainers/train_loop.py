@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from raysweep.core.errors import RankOutOfMemory
 from raysweep.core.schema import EPOCH_KEY, RANKS_KEY, TRIAL_ID_KEY, TRIAL_KEY
 from raysweep.core.spec import RANK_TRIAL_KEY, RankTrial
+from trainers.activation_checkpointing import apply_activation_checkpointing
 from trainers.batches import Batches, make_batches
 from trainers.checkpointing import discard, restore_checkpoint, save_checkpoint
 from trainers.datasets import load_dataset
@@ -65,7 +66,7 @@ def train_trial(trial: RankTrial) -> None:
     compute = ComputeRate(
         training_flops_per_sample(model), peak_flops(device_name(device), params.precision, params.peak_tflops)
     )
-    model = apply_sequence_parallel(model, groups)
+    model = apply_activation_checkpointing(apply_sequence_parallel(model, groups), params.activation_checkpointing)
     meter.mark("model_built")
     plan = EpochPlan.of(params, data, start_epoch=0)
     engine = build_engine(params, model, device, total_steps=plan.steps_per_epoch * params.epochs)

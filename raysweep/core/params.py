@@ -31,6 +31,8 @@ ZERO_STAGES = (0, 1, 2, 3)
 # The ZeRO stages sequence parallelism runs with: ZeRO-3 gathers a module's parameters only when that module
 # runs, and the SP forward reads the position embedding outside any submodule's forward.
 SP_ZERO_STAGES = (0, 1, 2)
+# datasets whose channel count is any in_chans: arrays hold their own, synthetic makes what the model takes
+CHANNEL_FREE_DATASETS = ("arrays", "synthetic")
 
 # Reference batch and base learning rate per optimizer, and how the rate scales with the
 # global batch: the linear rule for SGD (Goyal et al.), the square-root rule for the
@@ -47,8 +49,10 @@ class TrialParams:
     """What one trial runs.  Field docs are shown by ``--list-params``."""
 
     model: str = field(default="vit_micro_patch4_32", metadata={"doc": "timm model name or raysweep preset"})
-    dataset: str = field(default="digits", metadata={"doc": "digits | synthetic | cifar10 | cifar100 | imagefolder"})
-    data_dir: str = field(default="", metadata={"doc": "where cifar10/cifar100/imagefolder data lives"})
+    dataset: str = field(
+        default="digits", metadata={"doc": "digits | synthetic | cifar10 | cifar100 | imagefolder | arrays"}
+    )
+    data_dir: str = field(default="", metadata={"doc": "where cifar10/cifar100/imagefolder/arrays data lives"})
     download: bool = field(default=False, metadata={"doc": "download cifar10/cifar100 into data_dir if missing"})
     image_size: int = field(default=0, metadata={"doc": "input resolution in pixels; 0 = the model's own"})
     epochs: int = field(default=2, metadata={"doc": "passes over the training samples"})
@@ -87,6 +91,13 @@ class TrialParams:
         metadata={
             "doc": "deepspeed | ddp (Ray Train's prepare_model) | fsdp (PyTorch FSDP2) | accelerate (Hugging Face "
             "Accelerate's Accelerator, its DDP path)"
+        },
+    )
+    activation_checkpointing: int = field(
+        default=0,
+        metadata={
+            "doc": "recompute block activations in backward instead of keeping them: 0 = off, k = every k-th "
+            "transformer block (1 = every block)"
         },
     )
     reshard_after_forward: bool = field(
@@ -153,7 +164,13 @@ class TrialParams:
     crop_ratio_min: float = field(default=0.75, metadata={"doc": "imagefolder: RandomResizedCrop's lowest aspect"})
     crop_ratio_max: float = field(default=4 / 3, metadata={"doc": "imagefolder: RandomResizedCrop's highest aspect"})
     flip: bool = field(default=True, metadata={"doc": "random horizontal flip of training images"})
-    in_chans: int = field(default=3, metadata={"doc": "image channels the model takes (1 = grayscale, 3 = RGB)"})
+    in_chans: int = field(
+        default=3,
+        metadata={
+            "doc": "channels the model takes: 1 (grayscale) or 3 (RGB) for image datasets; any for arrays "
+            "(the arrays' own count) and synthetic"
+        },
+    )
     decode: str = field(
         default="auto",
         metadata={"doc": "imagefolder JPEG decode: auto (gpu on GPU ranks under 8 loader workers) | cpu | gpu"},
@@ -276,7 +293,17 @@ class TrialParams:
         choose("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         choose("decode", self.decode, DECODERS)
         choose("prepare", self.prepare, PREPARES)
-        choose("in_chans", self.in_chans, (1, 3))
+        positive("in_chans", self.in_chans)
+        if self.in_chans not in (1, 3) and self.dataset not in CHANNEL_FREE_DATASETS:
+            raise UsageError(
+                f"in_chans={self.in_chans} needs dataset in {', '.join(CHANNEL_FREE_DATASETS)}; "
+                f"dataset={self.dataset} is read as 8-bit images in 1 or 3 channels"
+            )
+        if self.activation_checkpointing < 0:
+            raise UsageError(
+                "activation_checkpointing must be 0 (off) or k >= 1 (every k-th block), "
+                f"got {self.activation_checkpointing}"
+            )
         choose("data_scaling", self.data_scaling, DATA_SCALINGS)
         choose("zero_stage", self.zero_stage, ZERO_STAGES)
         for name in ("epochs", "micro_batch_per_worker", "grad_accum_steps", "num_workers", "sequence_parallel"):
@@ -354,7 +381,7 @@ class TrialParams:
             raise UsageError("fp16 with amp=autocast is DeepSpeed's ZeRO-0 path only; use amp=deepspeed with ZeRO")
         if self.zero_stage == 3 and self.compile:
             raise UsageError("compile=true is not supported with zero_stage=3 (parameters are partitioned)")
-        if self.dataset in ("cifar10", "cifar100", "imagefolder") and not self.data_dir:
+        if self.dataset in ("cifar10", "cifar100", "imagefolder", "arrays") and not self.data_dir:
             raise UsageError(f"dataset={self.dataset} needs data_dir (--data-dir PATH)")
         if self.engine == "fsdp":
             self.validate_fsdp()

@@ -1,0 +1,72 @@
+"""The resolution section: tokens per image from the model's name, one line per SP degree and checkpointing
+setting, and where each line's memory edge falls (out-of-memory trials included, which analysis otherwise drops)."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.load import load_sweep
+from analysis.render import Bullets, Table
+from analysis.sequence import patch_tokens, resolution_lines, resolution_section
+from raysweep.core.store import ResultStore
+from tests.test_analysis import add_trial
+
+BASE = dict(model="vit_base_patch16_224", micro_batch_per_worker=1, samples_per_epoch=16, global_batch=1)
+
+
+@pytest.mark.parametrize(
+    "model, size, tokens",
+    [("vit_base_patch16_224", 4096, 65536), ("vit_base_patch16_224", 0, 196), ("vit_micro_patch4_32", 32, 64)],
+)
+def test_patch_tokens_known_values(model, size, tokens):
+    assert patch_tokens(model, size) == tokens
+
+
+def test_patch_tokens_of_a_name_without_patch_size_is_unknown():
+    assert patch_tokens("resnet50", 224) is None
+
+
+def scientific_sweep(results) -> ResultStore:
+    """SP 1 trains 1024 and 2048 px and runs out of memory at 4096; SP 2 trains all three."""
+    store = ResultStore(results, "sci")
+    for sp, size, status, memory, seconds in [
+        (1, 1024, "completed", 4.0, 2.0),
+        (1, 2048, "completed", 20.0, 8.0),
+        (1, 4096, "oom", None, None),
+        (2, 1024, "completed", 2.5, 2.4),
+        (2, 2048, "completed", 11.0, 9.0),
+        (2, 4096, "completed", 50.0, 40.0),
+    ]:
+        measured = {"peak_mem_gib": memory, "train_time_s": seconds} if status == "completed" else {}
+        add_trial(
+            store, f"sp{sp}_{size}", status=status, num_workers=sp, sequence_parallel=sp, image_size=size,
+            activation_checkpointing=0, **BASE, **measured,
+        )  # fmt: skip
+    return store
+
+
+def test_each_sp_degree_is_a_line_with_its_memory_edge(tmp_path):
+    data = load_sweep(scientific_sweep(tmp_path).root)
+    sp1, sp2 = resolution_lines(data)
+    assert sp1.label.startswith("SP 1, checkpointing off") and sp2.label.startswith("SP 2")
+    assert list(sp1.points["tokens"]) == [4096, 16384] and sp1.out_of_memory == (65536,)
+    assert sp1.edge.endswith("between 16,384 tokens per image (trained) and 65,536 (out of memory)")
+    assert "no memory edge" in sp2.edge
+    # throughput per GPU: 2 epochs of 16 samples in 8 s on one rank; in 9 s on two ranks
+    assert sp1.points["throughput_per_gpu"].tolist()[1] == pytest.approx(4.0)
+    assert sp2.points["throughput_per_gpu"].tolist()[1] == pytest.approx(32 / 9 / 2)
+
+
+def test_the_section_tables_memory_and_throughput_by_tokens(tmp_path):
+    blocks = resolution_section(load_sweep(scientific_sweep(tmp_path).root))
+    tables = [b for b in blocks if isinstance(b, Table)]
+    assert len(tables) == 2 and tables[0].columns[0] == "tokens" and len(tables[0].columns) == 3
+    assert [row[0] for row in tables[0].rows] == ["4096", "16384", "65536"]
+    assert tables[0].rows[2][1] == "—" and tables[0].rows[2][2] == "50"  # SP 1 ran out there
+    assert any(isinstance(b, Bullets) and "memory edge lies between" in b.items[0] for b in blocks)
+
+
+def test_a_sweep_of_one_resolution_has_no_section(tmp_path):
+    store = ResultStore(tmp_path, "one")
+    add_trial(store, "a", num_workers=1, train_time_s=1.0, peak_mem_gib=1.0, **BASE)
+    assert resolution_section(load_sweep(store.root)) == []

@@ -1,0 +1,105 @@
+"""Write a folder of scientific arrays that the ``arrays`` dataset reads: for tests, benchmarks and trying it out.
+
+    python -m trainers.make_arrays DIR --channels 8 --dtype uint16 --size 2048 --classes 4 --per-class 8
+
+``DIR/train/<class>/`` and ``DIR/val/<class>/`` of arrays of mixed sizes (height and width each drawn from
+``--min-size`` to ``--size``): noise around the middle of the dtype's range, and a brighter channel that tells
+the class (channel ``label % channels``), so a model can learn it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from trainers.arrays import DTYPES, MAX_CHANNELS, tiff_module
+
+FORMATS = ("npy", "npz", "tif")
+LAYOUTS = ("chw", "hwc")
+# the values' scale per dtype: noise around half of it, the class channel a quarter higher
+FULL_SCALE = {"uint8": 255.0, "uint16": 65535.0, "float16": 1.0, "float32": 1.0}
+
+
+@dataclass(frozen=True)
+class ArrayFolderSpec:
+    channels: int = 8
+    dtype: str = "uint16"
+    size: int = 2048
+    min_size: int = 0  # 0 = three quarters of ``size``
+    classes: int = 4
+    per_class: int = 8
+    val_per_class: int = 2
+    format: str = "npy"
+    layout: str = "chw"
+    seed: int = 0
+
+
+def make_array(spec: ArrayFolderSpec, label: int, rng: np.random.Generator) -> np.ndarray:
+    """One (C, H, W) array of ``spec``'s dtype and a random size whose channel ``label % C`` is brighter."""
+    low = spec.min_size or max(1, spec.size * 3 // 4)
+    h, w = (int(v) for v in rng.integers(low, spec.size + 1, size=2))
+    scale = FULL_SCALE[spec.dtype]
+    values = rng.random((spec.channels, h, w), dtype=np.float32) * (0.2 * scale) + 0.4 * scale
+    values[label % spec.channels] += 0.25 * scale
+    return values.astype(spec.dtype)
+
+
+def write_array(path: Path, values: np.ndarray, spec: ArrayFolderSpec) -> Path:
+    values = values.transpose(1, 2, 0) if spec.layout == "hwc" else values
+    path = path.with_suffix(f".{spec.format}")
+    if spec.format == "npy":
+        np.save(path, values)
+    elif spec.format == "npz":
+        np.savez_compressed(path, values)
+    else:
+        tiff_module(str(path)).imwrite(path, values)
+    return path
+
+
+def make_arrays(root: Path, spec: ArrayFolderSpec = ArrayFolderSpec()) -> Path:
+    """``root/{train,val}/class<k>/`` of ``spec``'s arrays; ``root`` returned."""
+    if not 1 <= spec.channels <= MAX_CHANNELS:
+        raise ValueError(f"channels must be 1 to {MAX_CHANNELS}, got {spec.channels}")
+    rng = np.random.default_rng(spec.seed)
+    for split, count in (("train", spec.per_class), ("val", spec.val_per_class)):
+        for label in range(spec.classes):
+            folder = root / split / f"class{label}"
+            folder.mkdir(parents=True, exist_ok=True)
+            for i in range(count):
+                write_array(folder / f"{i:05d}", make_array(spec, label, rng), spec)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainers.make_arrays", description=__doc__.splitlines()[0])
+    parser.add_argument("root", type=Path, help="folder to write (train/ and val/ inside)")
+    defaults = ArrayFolderSpec()
+    parser.add_argument("--channels", type=int, default=defaults.channels, help=f"1 to {MAX_CHANNELS}")
+    parser.add_argument("--dtype", choices=DTYPES, default=defaults.dtype)
+    parser.add_argument("--size", type=int, default=defaults.size, help="largest height and width")
+    parser.add_argument("--min-size", type=int, default=defaults.min_size, help="smallest; 0 = 3/4 of --size")
+    parser.add_argument("--classes", type=int, default=defaults.classes)
+    parser.add_argument("--per-class", type=int, default=defaults.per_class, help="training arrays per class")
+    parser.add_argument("--val-per-class", type=int, default=defaults.val_per_class)
+    parser.add_argument("--format", choices=FORMATS, default=defaults.format)
+    parser.add_argument("--layout", choices=LAYOUTS, default=defaults.layout)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    args = parser.parse_args(argv)
+    if not 1 <= args.channels <= MAX_CHANNELS or args.size < 1 or args.classes < 1 or args.per_class < 1:
+        parser.error(f"--channels must be 1 to {MAX_CHANNELS}; --size, --classes and --per-class positive")
+    spec = ArrayFolderSpec(
+        args.channels, args.dtype, args.size, args.min_size, args.classes, args.per_class, args.val_per_class,
+        args.format, args.layout, args.seed,
+    )  # fmt: skip
+    make_arrays(args.root, spec)
+    total = spec.classes * (spec.per_class + spec.val_per_class)
+    print(f"wrote {total} arrays of {spec.channels} x {spec.dtype} (up to {spec.size} px) under {args.root}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

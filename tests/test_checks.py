@@ -66,14 +66,9 @@ def test_nonexistent_data_dir_is_fine_when_it_will_be_downloaded(tmp_path):
     [
         ({"image_size": 3}, "image_size=3 is smaller than the 4-pixel patches of model=vit_micro_patch4_32"),
         ({"model": "vit_base_patch16_224", "image_size": 8}, "smaller than the 16-pixel patches"),
-        ({"num_workers": 2, "sequence_parallel": 2}, "sequence_parallel=2 needs a ViT without class token"),
         (
-            {"model": "vit_micro_avg_patch4_32", "num_workers": 3, "sequence_parallel": 3},
-            "sequence_parallel=3 must divide the 4 attention heads",
-        ),
-        (
-            {"model": "vit_micro_avg_patch4_32", "image_size": 20, "num_workers": 2, "sequence_parallel": 2},
-            "sequence_parallel=2 must divide the 25 tokens per image",
+            {"model": "vit_micro_avg_patch4_32", "num_workers": 8, "sequence_parallel": 8},
+            "sequence_parallel=8 exceeds the 4 attention heads",
         ),
         ({"lr": float("nan")}, "lr must be a finite number"),
     ],
@@ -85,6 +80,9 @@ def test_check_values_refuses_what_can_never_train_before_ray_starts(values, mes
 
 def test_check_values_passes_what_trains_and_leaves_unknown_timm_models_to_planning():
     check_values(params(model="vit_micro_avg_patch4_32", num_workers=2, sequence_parallel=2))
+    check_values(params(num_workers=2, sequence_parallel=2))  # a class token: kept whole, the rest padded
+    check_values(params(model="vit_micro_avg_patch4_32", num_workers=3, sequence_parallel=3))  # heads 2,1,1
+    check_values(params(model="vit_micro_avg_patch4_32", image_size=20, num_workers=2, sequence_parallel=2))  # 25
     check_values(params(image_size=30))  # 7x7 patches of 4 px: timm drops the last 2 px, it trains
     check_values(params(model="deit_tiny_patch16_224", num_workers=2, sequence_parallel=2))  # heads: timm's
 

@@ -181,20 +181,6 @@ BAD_INPUT = {
         ["--space", "batch_grid", "--set", "num_workers=2", "--set", "sequence_parallel=2", "--set", "zero_stage=3"],
         "sequence_parallel=2 supports zero_stage in (0, 1, 2), got zero_stage=3",
     ),
-    "sequence parallel over a class token": (
-        ["--space", "batch_grid", "--set", "num_workers=2", "--set", "sequence_parallel=2"],
-        "sequence_parallel=2 needs a ViT without class token",
-    ),
-    "sequence parallel not dividing the heads": (
-        ["--space", "batch_grid", "--model", "vit_micro_avg_patch4_32"]
-        + ["--set", "num_workers=3", "--set", "sequence_parallel=3"],
-        "sequence_parallel=3 must divide the 4 attention heads of model=vit_micro_avg_patch4_32",
-    ),
-    "sequence parallel not dividing the tokens": (
-        ["--space", "batch_grid", "--model", "vit_micro_avg_patch4_32", "--set", "image_size=20"]
-        + ["--set", "num_workers=2", "--set", "sequence_parallel=2"],
-        "sequence_parallel=2 must divide the 25 tokens per image of model=vit_micro_avg_patch4_32",
-    ),
 }
 
 

@@ -5,8 +5,7 @@ imports Ray and torch, and the ranks timm and DeepSpeed: thousands of modules, w
 from the bytecode it compiled the first time (``__pycache__`` beside each source).  Where it cannot
 keep that bytecode (site-packages read-only with its bytecode missing or older than the sources, as
 container images often ship, or ``PYTHONDONTWRITEBYTECODE`` set) every process compiles them all
-again: on an H100 host 664 modules, 2.9 s, inside the first DeepSpeed engine's build alone
-(``docs/results/h100-first-step/``).  There the sweep's processes keep their bytecode under one
+again, seconds of every rank's start (docs/performance.md gives the measured cost).  There the sweep's processes keep their bytecode under one
 directory of the user's (Python's ``PYTHONPYCACHEPREFIX``), so that only the first process on a node
 compiles each module.  Elsewhere nothing changes, and a prefix the user set is left as it is.
 """

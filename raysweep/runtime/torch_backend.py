@@ -1,9 +1,9 @@
 """Ray Train's torch backend with a controller that does not import torch.
 
 A Train run's controller is a process of its own that starts before the run's workers and unpickles the
-run's ``backend_config``.  Ray's ``TorchConfig`` lives in a module that imports torch (2-3 s in a fresh
+run's ``backend_config``.  Ray's ``TorchConfig`` lives in a module that imports torch (seconds in a fresh
 process), so every controller imported torch before starting a worker: on the critical path of the
-sweep's first trial (``docs/results/cpu-torch-free-controller/``).  ``TorchBackendConfig`` is that config
+sweep's first trial.  ``TorchBackendConfig`` is that config
 for what a sweep uses (the ``env://`` rendezvous, an explicit backend); the controller side only sends
 functions to the ranks, and the functions it sends import Ray's torch set-up (``ray.train.torch.config``,
 pinned with Ray) where they run, on the ranks, which import torch anyway.

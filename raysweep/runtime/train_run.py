@@ -69,8 +69,8 @@ def worker_env(params: TrialParams) -> dict[str, str]:
 def import_train_torch_in_background() -> threading.Thread:
     """Import ``ray.train.torch`` (and so torch) on a thread: call it just before ``ray.init``.
 
-    The first group's ``TorchTrainer`` is made in this process as soon as Ray is up; its import (3-6 s on
-    an H200 host) would come first on that group's critical path.  ``ray.init`` mostly waits for the
+    The first group's ``TorchTrainer`` is made in this process as soon as Ray is up; its import (seconds)
+    would come first on that group's critical path.  ``ray.init`` mostly waits for the
     processes it starts, so an import beside it costs little; the trainer's own import then finds the
     module loaded (or waits for it: Python's import lock).
     """
@@ -86,7 +86,7 @@ def start_train_coordinator() -> ray.actor.ActorHandle:
 
     Every Train run's controller, as it starts, asks this cluster-wide actor for its resources and waits
     for the answer (``ScalingPolicy.after_controller_start``).  The first run on a cluster otherwise
-    creates it there, on its critical path: a process start and ray.data's imports (about 1.3 s on 2 CPU
+    creates it there, on its critical path: a process start and ray.data's imports (a second or more on 2 CPU
     cores).  The same named actor, got if it exists, is what Ray Train asks for.
     """
     from ray.data._internal.cluster_autoscaler.default_autoscaling_coordinator import (

@@ -2,7 +2,7 @@
 
 A trial in a Train run of its own starts three fresh processes one after another (Tune's trial
 actor, Train's controller, the worker), each importing Ray and torch, then timm and DeepSpeed:
-9-25 s before its first step (docs/performance.md, section 3), often more than it trains.  Here a
+seconds before its first step (docs/performance.md, section 3), often more than it trains.  Here a
 group is one Ray Train run (a ``TorchTrainer`` of ``trainers.trial_server``) whose workers train
 the trials it is handed, one after another: a ``TrialGroup`` actor holds its queue of trials and
 their reports, the sweep's own process runs the Train run (``TrainRuns``), and the sweep's
@@ -140,7 +140,7 @@ class TrainRuns:
 
     That process has torch imported already (and keeps it warm): a run started from it creates
     Train's controller at once, where an actor of its own would first start and import torch and
-    ``ray.train.torch`` (about 2 s on 2 CPU cores, 5 s on an H200 host), on the first trial's
+    ``ray.train.torch`` (seconds), on the first trial's
     critical path.  The controllers are then this process's: they end with it.
     """
 

@@ -5,9 +5,10 @@ imports Ray and torch, and the ranks timm and DeepSpeed: thousands of modules, w
 from the bytecode it compiled the first time (``__pycache__`` beside each source).  Where it cannot
 keep that bytecode (site-packages read-only with its bytecode missing or older than the sources, as
 container images often ship, or ``PYTHONDONTWRITEBYTECODE`` set) every process compiles them all
-again, seconds of every rank's start (docs/performance.md gives the measured cost).  There the sweep's processes keep their bytecode under one
-directory of the user's (Python's ``PYTHONPYCACHEPREFIX``), so that only the first process on a node
-compiles each module.  Elsewhere nothing changes, and a prefix the user set is left as it is.
+again, seconds of every rank's start (docs/performance.md gives the measured cost).  There the sweep's
+processes keep their bytecode under one directory of the user's (Python's ``PYTHONPYCACHEPREFIX``), so
+that only the first process on a node compiles each module.  Elsewhere nothing changes, and a prefix the
+user set is left as it is.
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--num-samples",
         type=int,
         metavar="N",
-        help="grid: repeats per grid point; random: trials in all; optuna: trials per grid point",
+        help="grid: draws of each point's distributions; random: trials in all; optuna: trials per grid point",
     )
     p.add_argument("--metric", help=f"what search and scheduler optimise: {', '.join(REPORTED_METRICS)}")
     p.add_argument("--mode", help="min or max (default: the space's, or max)")

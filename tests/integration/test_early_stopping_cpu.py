@@ -17,7 +17,7 @@ BATCHES = "micro_batch_per_worker=[16,32,128,256]"
 
 def test_asha_from_the_cli_stops_trials_early_with_stopped_rows(tmp_path):
     proc = run_cli(
-        "--space", "batch_grid", "--epochs", "3", "--set", BATCHES, "--scheduler", "asha",
+        "--space", "batch_grid", "--epochs", "3", "--set", BATCHES, "--scheduler", "asha", "--repeats", "1",
         "--results-dir", str(tmp_path), "--name", "asha", "--no-dashboard", "--no-report",
     )  # fmt: skip
     assert proc.returncode == 0, explain(proc)
@@ -41,7 +41,7 @@ SCRIPT = textwrap.dedent(
         "batch_grid",
         overrides={"micro_batch_per_worker": [32, 128], "epochs": 2, "lr": {"loguniform": [1e-4, 1e-2]}},
         results_dir=sys.argv[1], name="optuna", dashboard=False, report=False,
-        search="optuna", num_samples=2, scheduler="median",
+        search="optuna", num_samples=2, scheduler="median", repeats=1,
     )
     print("RESULT " + json.dumps(result.trials.select(["status", "micro_batch_per_worker", "lr"]).to_pylist()))
     """

@@ -20,7 +20,7 @@ import pytest
 
 from tests.integration.conftest import REPO, Run, table
 
-SMALL = ["--set", "train_samples=64", "--set", "warmup_steps=0", "--no-report", "--no-dashboard"]
+SMALL = ["--set", "train_samples=64", "--set", "warmup_steps=0", "--repeats", "1", "--no-report", "--no-dashboard"]
 
 
 def sweep_args(tmp_path: Path, name: str, *more: str) -> list[str]:

@@ -43,7 +43,7 @@ def test_the_local_ray_listens_on_loopback_only_and_refuses_a_driver_without_its
     run = Run(
         tmp_path,
         *["--space", "batch_grid", "--results-dir", str(tmp_path), "--name", "private", "--epochs", "100"],
-        *["--set", "micro_batch_per_worker=[8]", "--set", "train_samples=64", "--no-report"],
+        *["--set", "micro_batch_per_worker=[8]", "--set", "train_samples=64", "--repeats", "1", "--no-report"],
     )
     run.wait_for(r"epoch 1/100")  # the dashboard, its agents and the trial's workers are all up
     sockets = listening(set(run.started))

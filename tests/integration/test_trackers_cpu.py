@@ -27,7 +27,7 @@ def sweep(tmp_path_factory) -> tuple[Path, list[str]]:
         env.pop(name, None)
     argv = [
         sys.executable, "-m", "raysweep.tune", "--space", "batch_grid", "--results-dir", str(results),
-        "--name", "tracked", "--epochs", str(EPOCHS), "--set", "num_workers=2",
+        "--name", "tracked", "--epochs", str(EPOCHS), "--set", "num_workers=2", "--repeats", "1",
         "--set", "micro_batch_per_worker=[16,32]", "--no-dashboard", "--no-report", "--log-to", "mlflow",
     ]  # fmt: skip
     proc = subprocess.run(

@@ -6,7 +6,7 @@ A space (or the CLI, or ``run_sweep``) may name::
     mode: max                     # min or max
     scheduler: asha               # or {kind: asha, grace_period: 1, reduction_factor: 2, max_epochs: 4}
     search: optuna                # grid (default), random or optuna
-    num_samples: 8                # grid: draws of each point's distributions; random: draws in all; optuna: trials per grid point
+    num_samples: 8                # grid: draws of a point's distributions; random: draws; optuna: trials per point
 
 ``grid`` is the sweep fixed before the first trial (a list axis is a grid, a distribution is drawn per
 trial); ``random`` draws every axis (a list is a uniform choice), ``num_samples`` trials in all;

@@ -17,6 +17,7 @@ import pandas as pd
 
 from analysis.load import SweepData, read
 from analysis.render import Block, Bullets, Heading, Paragraph, Table
+from raysweep.core.status import TrialStatus
 
 # a line's identity: what besides the resolution tells trials apart here
 LINE_KEYS = ("model", "sequence_parallel", "activation_checkpointing", "micro_batch_per_worker")
@@ -74,7 +75,7 @@ def resolution_lines(data: SweepData) -> list[ResolutionLine]:
     """Lines of two or more resolutions (or one with an out-of-memory beside it); [] where the sweep has none."""
     done = with_tokens(data.trials)
     every = read(data.sweep_dir, "trials")
-    oom = with_tokens(every[every["status"] == "oom"])
+    oom = with_tokens(every[every["status"] == TrialStatus.OOM.value])
     keys = set(done.groupby(list(LINE_KEYS)).groups) | set(oom.groupby(list(LINE_KEYS)).groups if len(oom) else ())
     lines = []
     for key in sorted(keys, key=str):

@@ -149,3 +149,24 @@ def test_the_graph_reader_sees_function_local_imports(tmp_path):
     source = tmp_path / "probe.py"
     source.write_text("def f():\n    from trainers.models import check_model_name\n")
     assert "trainers.models" in imports_of(source)
+
+
+# Strings that equal a status but name something else: a fault kind, a gauge's flag.
+NOT_STATUSES = {("trainers/faults.py", "oom"), ("raysweep/sweep_metrics.py", "failed")}
+
+
+def test_status_values_are_written_only_in_the_vocabulary():
+    from raysweep.core.status import TrialStatus
+
+    statuses = set(TrialStatus.values())
+    found = []
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            where = str(path.relative_to(REPO))
+            if where.startswith("raysweep/core/"):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                literal = isinstance(node, ast.Constant) and node.value in statuses
+                if literal and (where, node.value) not in NOT_STATUSES:
+                    found.append(f"{where}:{node.lineno} {node.value!r}")
+    assert found == []

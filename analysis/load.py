@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from analysis.errors import AnalysisError
 from raysweep.core.errors import UsageError
 from raysweep.core.schema import check_schema_version, stamp_of_parquet
-from raysweep.core.status import is_completed
+from raysweep.core.status import TrialStatus, is_completed
 from raysweep.core.store import read_table
 
 REQUIRED_TRIAL_COLUMNS = ("trial_id", "status", "num_workers", "micro_batch_per_worker", "train_time_s", "throughput")
@@ -61,6 +61,7 @@ class SweepData:
     left_out: dict[str, int] = field(default_factory=dict)
     manifest: dict = field(default_factory=dict)  # sweep.json: description, space, economy, ... ({} without one)
     max_batch: pd.DataFrame = field(default_factory=pd.DataFrame)  # <sweep>/max_batch/*.parquet, if any
+    stopped_at: dict[int, int] = field(default_factory=dict)  # scheduler-stopped trials by the epochs they reached
 
     @property
     def question(self) -> str:
@@ -112,6 +113,8 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
     if not ranks.empty:
         require_columns(ranks, "ranks", REQUIRED_RANK_COLUMNS, sweep_dir)
     left_out = status[~status.map(is_completed)].value_counts().sort_index().to_dict()
+    stopped = set(trials.loc[status == TrialStatus.STOPPED.value, "trial_id"])
+    all_epochs = read(sweep_dir, "epochs")
     return SweepData(
         sweep_dir,
         completed.reset_index(drop=True),
@@ -120,7 +123,16 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
         {str(k): int(v) for k, v in left_out.items()},
         manifest,
         read_max_batch(sweep_dir),
+        epochs_reached(all_epochs, stopped),
     )
+
+
+def epochs_reached(epochs: pd.DataFrame, trial_ids: set[str]) -> dict[int, int]:
+    """How many of ``trial_ids`` reached each epoch count (1 = stopped after its first epoch): the scheduler's rungs."""
+    if not trial_ids or epochs.empty:
+        return {}
+    reached = epochs[epochs["trial_id"].isin(trial_ids)].groupby("trial_id")["epoch"].max() + 1
+    return {int(k): int(v) for k, v in reached.value_counts().sort_index().items()}
 
 
 def read_max_batch(sweep_dir: Path) -> pd.DataFrame:

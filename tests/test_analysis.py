@@ -1081,3 +1081,15 @@ def test_a_wide_table_is_split_into_tables_led_by_its_first_column():
     headers = [line for line in text.splitlines() if line.startswith("| c0")]
     assert headers == ["| c0 | c1 | c2 | c3 | c4 | c5 | c6 |", "| c0 | c7 | c8 | c9 |"]
     assert all(line.count("|") - 1 <= MAX_COLUMNS for line in text.splitlines() if line.startswith("|"))
+
+
+def test_the_summary_counts_the_trials_the_scheduler_stopped_at_each_rung(tmp_path):
+    root = strong_sweep(tmp_path, amdahl_times(0.1, [1, 2]))
+    store = ResultStore(tmp_path, "strong")
+    for trial_id, reached in (("early", 1), ("middle", 2), ("also-early", 1)):
+        add_trial(store, trial_id, status="stopped", num_workers=1, micro_batch_per_worker=256, global_batch=256)
+        write_rows(store, "epochs", trial_id, [{"epoch": e, "val_accuracy": 0.5} for e in range(reached)])
+    data = load_sweep(root)
+    assert data.left_out == {"stopped": 3} and data.stopped_at == {1: 2, 2: 1}
+    text = analyze(root).read_text(encoding="utf-8")
+    assert "The sweep's scheduler stopped 3 trial(s): 2 after epoch 1; 1 after epoch 2." in text

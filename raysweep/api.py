@@ -86,6 +86,7 @@ def run_sweep(
     share_workers: bool = True,
     log_to: str | Sequence[str] = (),
     find_max_batch: bool | SearchLimits = False,
+    probe_links: bool = False,
     search: str | None = None,
     scheduler: str | None = None,
     num_samples: int | None = None,
@@ -105,7 +106,7 @@ def run_sweep(
     stops and nothing is left behind). ``search`` (grid, random, optuna), ``scheduler`` (asha, median),
     ``num_samples``, ``metric`` and ``mode`` replace the space's own (``--search`` ... on the CLI).
     ``repeats`` runs every trial that many times (seeds ``seed`` .. ``seed + repeats - 1``; default: the
-    space's ``repeats``, else 1).
+    space's ``repeats``, else 1). ``probe_links`` first times the cluster's collectives (``--probe-links``).
     """
     options = SweepOptions(
         results_dir=str(results_dir),
@@ -120,6 +121,7 @@ def run_sweep(
         share_workers=share_workers,
         log_to=(log_to,) if isinstance(log_to, str) else tuple(log_to),
         find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None,
+        probe_links=probe_links,
     )
     choices = SearchChoices(search, metric, mode, scheduler, num_samples)
     return run_planned(check_sweep(options, resolve_space(space, overrides or {}, choices, repeats)))

@@ -28,6 +28,7 @@ class SweepOptions:
     retry_failed: bool = False  # resume only: run failed trials again
     command: tuple[str, ...] = ()  # what started the sweep, recorded in sweep.json
     find_max_batch: SearchLimits | None = None  # search each configuration's largest micro batch first; None = no
+    probe_links: bool = False  # time the cluster's collectives before the trials (<sweep>/links/links.parquet)
 
     def check(self) -> None:
         """Refuse bad options with the messages the CLI prints (they name the flag)."""

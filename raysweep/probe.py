@@ -92,6 +92,20 @@ def probe_connected(options: ProbeOptions, store: ResultStore) -> pa.Table:
     return table
 
 
+# A sweep's own probe stops at 64 MiB on CPU ranks: gloo's bandwidth is fitted well below it, and buffers up
+# to 1 GiB would add minutes to every CPU sweep. On GPUs it probes the full range.
+CPU_SWEEP_MAX_BYTES = 64 << 20
+
+
+def probe_sweep_links(store: ResultStore) -> pa.Table:
+    """``--probe-links``: the probe on the sweep's connected cluster before any trial holds it, into the sweep's
+    own ``links/links.parquet`` (the report's predictions and ``python -m analysis.predict`` read it there)."""
+    plan = ProbePlan() if ray.cluster_resources().get("GPU") else ProbePlan(max_bytes=CPU_SWEEP_MAX_BYTES)
+    table = probe_connected(ProbeOptions(results_dir=str(store.root.parent), name=store.sweep, plan=plan), store)
+    print(fit_lines(table), flush=True)
+    return table
+
+
 def fit_lines(table: pa.Table) -> str:
     """The fits as a text table: per link class and collective, latency in microseconds and bandwidth in GB/s."""
     header = ["link_class", "collective", "ranks", "alpha_us", "beta_GB_s", "fit_error"]

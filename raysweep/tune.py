@@ -145,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-dashboard", action="store_true", help="start the local Ray without its dashboard")
     p.add_argument("--no-report", action="store_true", help="do not write the analysis report at the end")
     p.add_argument(
+        "--probe-links",
+        action="store_true",
+        help="first time the cluster's collectives (python -m raysweep.probe) into <sweep>/links/links.parquet: "
+        "the report then predicts scaling beyond the measured worker counts",
+    )
+    p.add_argument(
         "--no-shared-workers",
         action="store_true",
         help="start every trial's worker processes afresh (a Ray Train run per trial) instead of reusing a "
@@ -227,6 +233,7 @@ def parse_command(argv: list[str] | None) -> Command:
         dashboard=not args.no_dashboard,
         dashboard_host=args.dashboard_host,
         report=not args.no_report,
+        probe_links=args.probe_links,
         share_workers=not args.no_shared_workers,
         log_to=tuple(args.log_to),
         retry_failed=args.retry_failed,

@@ -257,3 +257,10 @@ def test_loopback_dashboard_host_or_token_auth_is_accepted(capsys, monkeypatch, 
 
 def test_cifar_without_any_data_dir_is_a_usage_error(capsys, results):
     assert_usage_error(capsys, results, ["--space", "batch_grid", "--dataset", "cifar100"], "needs data_dir")
+
+
+def test_probe_links_is_an_option_of_the_sweep_off_by_default():
+    from raysweep.tune import parse_command
+
+    assert parse_command(["--space", "batch_grid", "--probe-links"]).options.probe_links is True
+    assert parse_command(["--space", "batch_grid"]).options.probe_links is False

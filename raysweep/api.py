@@ -120,11 +120,16 @@ def run_sweep(
         report=report,
         share_workers=share_workers,
         log_to=(log_to,) if isinstance(log_to, str) else tuple(log_to),
-        find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None,
+        find_max_batch=search_limits(find_max_batch),
         probe_links=probe_links,
     )
     choices = SearchChoices(search, metric, mode, scheduler, num_samples)
     return run_planned(check_sweep(options, resolve_space(space, overrides or {}, choices, repeats)))
+
+
+def search_limits(find_max_batch: bool | SearchLimits) -> SearchLimits | None:
+    """The API's ``find_max_batch`` (True, False or bounds) as the options hold it: bounds, or None for no search."""
+    return SearchLimits() if find_max_batch is True else find_max_batch or None
 
 
 @dataclass(frozen=True)
@@ -157,9 +162,7 @@ def plan_sweep(
     It plans for the cluster at ``address`` (joined), else for one node of ``assume_gpus`` GPUs if given,
     else for this machine. Bad input raises ``UsageError`` as ``run_sweep`` does.
     """
-    options = SweepOptions(
-        address=address, find_max_batch=SearchLimits() if find_max_batch is True else find_max_batch or None
-    )
+    options = SweepOptions(address=address, find_max_batch=search_limits(find_max_batch))
     choices = SearchChoices(search, metric, mode, scheduler, num_samples)
     checked = check_sweep(options, resolve_space(space, overrides or {}, choices, repeats))
     if assume_gpus is None and needs_missing_gpu(checked.space, options):

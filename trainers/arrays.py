@@ -172,11 +172,6 @@ def index_arrays(data_dir: str) -> FolderIndex:
     )
 
 
-def array_channels(data_dir: str) -> int:
-    """The channel count of the folder's arrays (every file's header checked)."""
-    return index_arrays(data_dir).train.channels
-
-
 def channel_sums(file: str) -> tuple[int, list[float], list[float]]:
     """Pixels per channel, and each channel's sum and sum of squares, in float64."""
     values = read_array(file).astype(np.float64)

@@ -104,8 +104,8 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
     require_columns(completed, "trials", REQUIRED_TRIAL_COLUMNS, sweep_dir, among="completed ")
     completed = with_timed_work(with_optional_columns(completed, OPTIONAL_TRIAL_COLUMNS))
     done = set(completed["trial_id"])
-    epochs = read(sweep_dir, "epochs")
-    epochs = with_optional_columns(epochs[epochs["trial_id"].isin(done)], OPTIONAL_EPOCH_COLUMNS)
+    all_epochs = read(sweep_dir, "epochs")
+    epochs = with_optional_columns(all_epochs[all_epochs["trial_id"].isin(done)], OPTIONAL_EPOCH_COLUMNS)
     if not epochs.empty:
         require_columns(epochs, "epochs", REQUIRED_EPOCH_COLUMNS, sweep_dir)
     ranks = read(sweep_dir, "ranks")
@@ -114,7 +114,6 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
         require_columns(ranks, "ranks", REQUIRED_RANK_COLUMNS, sweep_dir)
     left_out = status[~status.map(is_completed)].value_counts().sort_index().to_dict()
     stopped = set(trials.loc[status == TrialStatus.STOPPED.value, "trial_id"])
-    all_epochs = read(sweep_dir, "epochs")
     return SweepData(
         sweep_dir,
         completed.reset_index(drop=True),

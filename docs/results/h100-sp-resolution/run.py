@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
+from raysweep.core.status import TrialStatus  # noqa: E402
 from raysweep.max_batch import BatchSearch, ProbeOutcome, SearchLimits  # noqa: E402
 from trainers.activation_checkpointing import apply_activation_checkpointing  # noqa: E402
 from trainers.models import create_model  # noqa: E402
@@ -117,7 +118,10 @@ def search(checkpointing: int, args: argparse.Namespace, deadline: float, log) -
         probe = train_probe(patches * PATCH, checkpointing, args.in_chans)
         probes.append(probe)
         log(probe)
-        edge.record(patches, ProbeOutcome(probe.status, probe.peak_mem_gib, probe.samples_per_s, probe.error or None))
+        edge.record(
+            patches,
+            ProbeOutcome(TrialStatus(probe.status), probe.peak_mem_gib, probe.samples_per_s, probe.error or None),
+        )
     return edge, probes
 
 

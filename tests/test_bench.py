@@ -8,6 +8,7 @@ import pytest
 
 from raysweep.bench.stack import (
     best_plain,
+    stack_compile_mode,
     compare,
     floor_lines,
     setup_against_floor,
@@ -107,6 +108,16 @@ def test_the_best_hand_written_variant_is_the_highest_median_per_batch():
         {"batch": 128, "variant": "eager", "plain_img_s": 200.0},
     ]
     assert {b: p["variant"] for b, p in best_plain(plain).items()} == {64: "default", 128: "eager"}
+
+
+def test_the_stack_compiles_in_the_mode_that_won_the_most_batches():
+    def plain(*winners):
+        rows = [{"batch": b, "variant": "eager", "plain_img_s": 1.0} for b in range(len(winners))]
+        return rows + [{"batch": b, "variant": v, "plain_img_s": 2.0} for b, v in enumerate(winners) if v]
+
+    assert stack_compile_mode(plain("reduce-overhead", "default", "reduce-overhead")) == "reduce-overhead"
+    assert stack_compile_mode(plain("default", None, None)) == "default"
+    assert stack_compile_mode(plain(None, None)) == "default"  # eager won everywhere: torch.compile's default
 
 
 def test_the_ratio_is_of_medians_and_its_range_pairs_the_extreme_windows():

@@ -8,8 +8,14 @@ from raysweep.core.params import TrialParams
 
 
 def compile_options(params: TrialParams) -> dict:
-    """torch.compile's keyword arguments for the trial's mode (its default mode is ``mode=None``)."""
-    return {} if params.compile_mode == "default" else {"mode": params.compile_mode}
+    """torch.compile's keyword arguments for the trial's mode (its default mode is ``mode=None``).
+
+    ``dynamic=False``: a worker group runs trial after trial in one process, and dynamo, seeing a second batch
+    size of the same model, would otherwise recompile with a symbolic batch dimension and keep that graph for
+    every later trial, whose small-batch steps then run slower than a graph specialised to their shape.
+    """
+    mode = {} if params.compile_mode == "default" else {"mode": params.compile_mode}
+    return {"dynamic": False, **mode}
 
 
 def compiled(module: torch.nn.Module, params: TrialParams) -> torch.nn.Module:

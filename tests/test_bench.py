@@ -8,11 +8,11 @@ import pytest
 
 from raysweep.bench.stack import (
     best_plain,
-    stack_compile_mode,
     compare,
     floor_lines,
     setup_against_floor,
     spread,
+    stack_compile_mode,
     stack_overrides,
     utilisation,
     utilisation_lines,

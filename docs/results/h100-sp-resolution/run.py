@@ -158,9 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         every += probes
         edges[checkpointing] = (edge, predicted_edge(probes, capacity))
     with open(args.out / "probes.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(asdict(every[0])))
+        on = {"device": device, "capacity_gib": round(capacity, 2), "torch": torch.__version__}
+        writer = csv.DictWriter(f, fieldnames=[*asdict(every[0]), *on])
         writer.writeheader()
-        writer.writerows(asdict(p) for p in every)
+        writer.writerows({**asdict(p), **on} for p in every)
 
     figures = []
     for side in FIGURE_SIDES:

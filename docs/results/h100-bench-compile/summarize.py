@@ -1,0 +1,42 @@
+"""The bench's ``bench.json`` as this experiment's summary table: one row per micro batch and what ran.
+
+    python docs/results/h100-bench-compile/summarize.py OUT/bench.json > docs/results/h100-bench-compile/summary.csv
+
+``what`` is a hand-written variant (eager, default, reduce-overhead, ...) or ``stack``; img/s is the median of
+the timed windows with their range (a hand-written variant's windows; the stack's epochs).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+
+
+def rows(bench: dict) -> list[dict]:
+    on = {"device": bench["device"], "date": bench["date"]}
+    table = [
+        {"batch": p["batch"], "what": p["variant"], "img_s": p["plain_img_s"], "img_s_min": p["plain_img_s_min"],
+         "img_s_max": p["plain_img_s_max"], **on}
+        for p in bench["plain"]
+    ]  # fmt: skip
+    table += [
+        {"batch": r["batch"], "what": "stack", "img_s": r["stack_img_s"], "img_s_min": r["stack_img_s_min"],
+         "img_s_max": r["stack_img_s_max"], **on}
+        for r in bench["rows"]
+    ]  # fmt: skip
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    (path,) = sys.argv[1:] if argv is None else argv
+    with open(path) as f:
+        table = rows(json.load(f))
+    writer = csv.DictWriter(sys.stdout, fieldnames=list(table[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({k: f"{v:.1f}" if isinstance(v, float) else v for k, v in row.items()} for row in table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from raysweep.core.compile_decision import (
@@ -134,3 +136,31 @@ def test_compile_takes_true_false_or_auto(given, value):
 def test_another_compile_value_is_refused_naming_the_allowed_ones():
     with pytest.raises(UsageError, match=r"^compile='maybe' is not one of false, true, auto$"):
         TrialParams.from_dict({"compile": "maybe"})
+
+
+def test_the_dry_runs_table_shows_autos_planned_choice_and_each_reason_once():
+    from raysweep.plan import trial_table
+
+    short = gpu(model="vit_base_patch16_224", dataset="synthetic", train_samples=51200)
+    trials = [
+        gpu(device="cpu"),
+        short,
+        dataclasses.replace(short, micro_batch_per_worker=64, train_samples=1281167),
+        gpu(dataset="imagefolder", data_dir="/data"),  # the whole split: steps known once it is read
+        gpu(device="cpu", seed=1),
+    ]
+    lines = trial_table(trials).splitlines()
+    start, end = lines[0].index("compile_choice"), lines[0].index("needs")
+    labels = [line[start:end].strip() for line in lines[2:7]]
+    assert labels == ["eager", "eager", "compiled (reduce-overhead)", "at start", "eager"]
+    reasons = lines[7:]  # trial 1: 51200 / 100 = 512 steps an epoch, 2 epochs, each saving 100/2691 x 0.21 s
+    assert reasons[0] == "compile, trials 0, 4: auto: eager, CPU trial (auto compiles GPU trials only)"
+    assert reasons[1].startswith("compile, trial 1: auto: eager, 1024 steps save ~8.0 s")
+    assert reasons[2].startswith("compile, trial 2: auto: compiled in reduce-overhead")
+    assert len(reasons) == 3
+
+
+def test_a_set_compile_adds_no_choice_column():
+    from raysweep.plan import trial_table
+
+    assert "compile_choice" not in trial_table([gpu(compile="true"), gpu(compile="false")])

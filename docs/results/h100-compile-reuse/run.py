@@ -10,6 +10,8 @@ cold compiler caches, ``raysweep.runtime.compile_cache``):
   what is left of the compile; the target is a later compiled trial's setup within 3 s.
 * ``auto``: ``compile=false``, ``true``, then ``auto`` of the same shape: the third decides from the figures
   the first two measured (its ``compile_reason`` says ``measured``).
+* in one process, outside Ray: three fresh models of the shape compiled one after another: cold, after
+  ``torch._dynamo.reset()`` (as a group's next trial), and without the reset (Dynamo's own cache reused).
 * ``plan``: ``--dry-run`` of ``compile=auto`` over micro batch 64/128/256 and 51,200 or 1,281,167 samples a
   trial: what the defaults choose for short and ImageNet-long trials.
 
@@ -72,6 +74,42 @@ def sweep(out: Path, name: str, shape: list[str], common: list[str], sets: list[
     return rows
 
 
+def compile_three_models(tiny: bool) -> None:
+    """What a worker group's process pays for its next trial's compile, outside Ray: three fresh models of one
+    shape compiled one after another, as three trials would (cold; after ``torch._dynamo.reset()`` as
+    ``trial_server.start_clean`` does, the on-disk caches warm; without the reset, Dynamo's own cache warm)."""
+    import torch
+
+    from trainers.models import create_model
+
+    os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
+    os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
+    name, size, batch = ("vit_micro_patch4_32", 32, 16) if tiny else ("vit_base_patch16_224", 224, 128)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    x = torch.randn(batch, 3, size, size, device=device)
+    y = torch.randint(0, 1000, (batch,), device=device)
+    print("in one process | first step s | next step s")
+    for label, reset in (("cold", True), ("after dynamo reset", True), ("no reset", False)):
+        if reset:
+            torch._dynamo.reset()
+        model = create_model(name, 1000, size, 3).to(device)
+        optimizer = torch.optim.AdamW(model.parameters(), fused=device == "cuda")
+        step = torch.compile(model)
+        times = []
+        for _ in range(2):
+            started = time.perf_counter()
+            with torch.autocast(device, dtype=dtype, enabled=device == "cuda"):
+                loss = torch.nn.functional.cross_entropy(step(x).float(), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - started)
+        print(f"{label} | {times[0]:.2f} | {times[1]:.3f}", flush=True)
+
+
 def show(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.2f}"
@@ -81,7 +119,11 @@ def show(value: object) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="CPU: the smallest model, eager, a few steps")
+    parser.add_argument("--in-process", action="store_true", help="only the compile of three models in one process")
     args = parser.parse_args()
+    if args.in_process:
+        compile_three_models(args.tiny)
+        return
     out = Path(os.environ.get("OUT", "/tmp/compile-reuse"))
     out.mkdir(parents=True, exist_ok=True)
     shape = TINY_SHAPE if args.tiny else GPU_SHAPE
@@ -101,6 +143,10 @@ def main() -> None:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+
+    in_process = [sys.executable, __file__, "--in-process", *(["--tiny"] if args.tiny else [])]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TORCHINDUCTOR_CACHE_DIR": str(out / "in-process-cache")}
+    print(subprocess.run(in_process, env=env, capture_output=True, text=True).stdout)
 
     plan = tune(
         out,

@@ -133,6 +133,12 @@ def test_compile_takes_true_false_or_auto(given, value):
     assert TrialParams.from_dict({"compile": given}).compile == value
 
 
+def test_a_boolean_given_to_the_field_directly_is_its_flag():
+    # an Optuna proposal of a choice axis replaces the field without from_dict
+    assert dataclasses.replace(TrialParams(), compile=True).compile == "true"
+    assert TrialParams(compile=False).compile == "false"
+
+
 def test_another_compile_value_is_refused_naming_the_allowed_ones():
     with pytest.raises(UsageError, match=r"^compile='maybe' is not one of false, true, auto$"):
         TrialParams.from_dict({"compile": "maybe"})

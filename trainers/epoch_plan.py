@@ -35,7 +35,7 @@ class EpochPlan:
     def of(cls, params: TrialParams, data: ImageData, start_epoch: int) -> EpochPlan:
         """The plan of a worker group that starts training at ``start_epoch`` (after a restart: > 0)."""
         gb = params.train_batch_size
-        steps = params.steps_per_epoch(data.num_train)
+        steps = params.steps_per_epoch(0 if params.train_samples else data.num_train)  # the split, read only if used
         # A slowed rank sizes its delay on at least one untimed step (trainers.straggler).
         warmup_steps = max(params.warmup_steps, 1 if params.slow_rank_list else 0)
         warmup = WarmupPlan.after_start(warmup_steps, start_epoch, steps, params.epochs)

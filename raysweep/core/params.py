@@ -212,6 +212,12 @@ class TrialParams:
         },
     )
 
+    def __post_init__(self) -> None:
+        # A boolean that reaches the field without ``from_dict`` (a searcher's proposal of a choice axis,
+        # ``TrialParams(compile=True)``) is the flag it spells, not a string that is always true.
+        if isinstance(self.compile, bool):
+            self.compile = "true" if self.compile else "false"
+
     # ---- derived values -------------------------------------------------------------
     @property
     def data_parallel_size(self) -> int:

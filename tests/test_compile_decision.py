@@ -170,3 +170,22 @@ def test_a_set_compile_adds_no_choice_column():
     from raysweep.plan import trial_table
 
     assert "compile_choice" not in trial_table([gpu(compile="true"), gpu(compile="false")])
+
+
+def test_the_driver_measures_from_the_sweeps_own_trials_table(tmp_path):
+    from raysweep.core.spec import TrialSpec
+    from raysweep.core.store import ResultStore
+    from raysweep.runtime.driver import measured_compile_cost
+
+    store = ResultStore(tmp_path, "sweep")
+    params = gpu(precision="fp32")
+    for i, (compiled, warmup, rate) in enumerate([(False, 1.0, 1000.0), (True, 11.0, 2000.0)]):
+        row = {**trial_row(compiled, warmup, rate), "compile": "true" if compiled else "false", "num_workers": 1}
+        store.write_rows("trials", f"t{i}", [row])
+    spec = TrialSpec("sweep", str(store.root), str(store.root / "_ray"), 60, 0, True, 0, params)
+    assert measured_compile_cost(spec) == CompileCost(
+        10.0, 2.0, 1e-3, "measured: 1 compiled and 1 eager earlier trials of this shape"
+    )
+    # only compile=auto on a GPU asks
+    assert measured_compile_cost(dataclasses.replace(spec, params=gpu(compile="true"))) is None
+    assert measured_compile_cost(dataclasses.replace(spec, params=gpu(device="cpu"))) is None

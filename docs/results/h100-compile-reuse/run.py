@@ -41,6 +41,8 @@ from raysweep.core.store import read_table  # noqa: E402
 GPU_SHAPE = ["--set", "model=vit_base_patch16_224", "--set", "image_size=224", "--set", "micro_batch_per_worker=[128]"]
 # CPU: the smallest real model, eager only (Inductor's C++ build on 2 cores would take the test's minutes)
 TINY_SHAPE = ["--set", "model=vit_micro_patch4_32", "--set", "image_size=32", "--set", "micro_batch_per_worker=[16]"]
+# A sweep's limit, so that the three and the in-process compiles stay within a device call's 10 minutes.
+SWEEP_S = 210
 COLUMNS = [
     "sweep", "trial", "compile", "compiled", "micro_batch_per_worker", "worker_group", "setup_s", "engine_ready_s",
     "first_step_s", "warmup_s", "throughput", "compile_reason",
@@ -52,13 +54,20 @@ def tune(out: Path, name: str, args: list[str]) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "raysweep.tune", "--space", "batch_grid", "--no-dashboard", "--no-report"]
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
     started = time.time()
-    proc = subprocess.run([*command, *args], cwd=REPO, env=env, capture_output=True, text=True)
+    try:
+        proc = subprocess.run([*command, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=SWEEP_S)
+    except subprocess.TimeoutExpired as e:  # what it printed is kept; the tables hold the trials it finished
+        proc = subprocess.CompletedProcess(e.cmd, 124, as_text(e.stdout), as_text(e.stderr))
     (out / "logs").mkdir(parents=True, exist_ok=True)
     (out / "logs" / f"{name}.log").write_text(proc.stdout + proc.stderr)
     print(f"{name}: exit {proc.returncode} after {time.time() - started:.0f} s", flush=True)
     if proc.returncode:
         print(proc.stdout[-3000:] + proc.stderr[-3000:], file=sys.stderr)
     return proc
+
+
+def as_text(output: bytes | str | None) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
 
 
 def sweep(out: Path, name: str, shape: list[str], common: list[str], sets: list[str], repeats: int) -> list[dict]:
@@ -146,7 +155,10 @@ def main() -> None:
 
     in_process = [sys.executable, __file__, "--in-process", *(["--tiny"] if args.tiny else [])]
     env = {**os.environ, "PYTHONPATH": str(REPO), "TORCHINDUCTOR_CACHE_DIR": str(out / "in-process-cache")}
-    print(subprocess.run(in_process, env=env, capture_output=True, text=True).stdout)
+    try:
+        print(subprocess.run(in_process, env=env, capture_output=True, text=True, timeout=SWEEP_S).stdout)
+    except subprocess.TimeoutExpired as e:
+        print(f"in one process: stopped after {SWEEP_S} s\n{as_text(e.stdout)}")
 
     plan = tune(
         out,

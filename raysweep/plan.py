@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from raysweep.checks import check_trial
+from raysweep.core.compile_decision import CompileDecision, decide_compile, engine_refusal
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import params_row
@@ -96,9 +97,51 @@ def trial_table(trials: list[TrialParams], columns: list[str] | None = None) -> 
     varying = [
         f for f in TrialParams.field_names() if f not in columns and len({str(getattr(t, f)) for t in trials}) > 1
     ]
-    columns = [*columns, *varying, "needs"]
+    choices = [planned_compile(t) if t.compile == "auto" else None for t in trials]
+    auto = any(t.compile == "auto" for t in trials)
+    columns = [*columns, *varying, *(["compile_choice"] if auto else []), "needs"]
     rows = []
-    for i, t in enumerate(trials):
-        values = {**params_row(t), "needs": Demand.of(t).describe()}
+    for i, (t, choice) in enumerate(zip(trials, choices)):
+        values = {**params_row(t), "compile_choice": choice_label(choice), "needs": Demand.of(t).describe()}
         rows.append([str(i)] + [str(values[c]) or "-" for c in columns])
-    return format_table(["#"] + columns, rows)
+    return "\n".join([format_table(["#"] + columns, rows), *compile_reasons(choices)])
+
+
+def compile_reasons(choices: list[CompileDecision | None]) -> list[str]:
+    """One line per distinct reason of ``compile=auto``'s planned choices, naming its trials (``#``)."""
+    trials: dict[str, list[int]] = {}
+    for i, choice in enumerate(choices):
+        if choice is not None:
+            trials.setdefault(choice.reason, []).append(i)
+    return [
+        f"compile, trial{'s' if len(indices) > 1 else ''} {index_ranges(indices)}: {reason}"
+        for reason, indices in trials.items()
+    ]
+
+
+def index_ranges(indices: list[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0-2, 5``."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def planned_compile(params: TrialParams) -> CompileDecision | None:
+    """``compile=auto``'s choice as planned, from the default figures (a running sweep's trials may have
+    measured their own by then); None where it turns on steps known only once the data is read (the whole
+    split of a dataset on disk): the trial decides at its start."""
+    if not engine_refusal(params) and not params.train_samples and params.dataset != "synthetic":
+        return None
+    return decide_compile(params, params.steps_per_epoch(num_train=0) * params.epochs)
+
+
+def choice_label(choice: CompileDecision | None) -> str:
+    if choice is None:
+        return "at start"
+    if not choice.compiled:
+        return "eager"
+    return "compiled" if choice.mode == "default" else f"compiled ({choice.mode})"

@@ -35,7 +35,7 @@ CONFIG = {
     "zero_stage": 0,
     "optimizer": "adamw",
     "lr": 0.001,
-    "compile": False,
+    "compile": "false",
     "grad_accum_steps": 1,
     "placement_strategy": "PACK",
     "slow_ranks": "",

@@ -68,7 +68,7 @@ def stack_trial(
     return {
         "throughput": throughput,
         "epoch_img_s": [throughput],
-        "compile": compile,
+        "compiled": compile,
         "flops_per_sample": flops_per_sample,
         "peak_flops": peak_flops,
         "mfu": mfu,

@@ -40,7 +40,8 @@ def trial_row(**extra) -> dict:
         "micro_batch_per_worker": 32,
         "node_ids": ["a", "b"],
         "throughput": 123.5,
-        "compile": False,
+        "compile": "false",
+        "compiled": False,
         "started_at": dt.datetime(2026, 12, 2, 12, 0, tzinfo=dt.timezone.utc),
         **extra,
     }
@@ -58,7 +59,7 @@ def test_write_then_read_round_trips_with_the_schema(store):
     (row,) = table.to_pylist()
     assert row["sweep"] == SWEEP and row["trial_id"] == "t1"
     assert row["num_workers"] == 2 and row["throughput"] == 123.5
-    assert row["node_ids"] == ["a", "b"] and row["compile"] is False
+    assert row["node_ids"] == ["a", "b"] and row["compile"] == "false" and row["compiled"] is False
     assert row["started_at"] == dt.datetime(2026, 12, 2, 12, 0, tzinfo=dt.timezone.utc)
 
 

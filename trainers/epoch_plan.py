@@ -8,8 +8,6 @@ from raysweep.core.params import TrialParams
 from trainers.datasets import ImageData
 from trainers.warmup import WarmupPlan
 
-# Synthetic data has no natural epoch: this many optimizer steps make one.
-SYNTHETIC_STEPS_PER_EPOCH = 30
 # The profiled window takes only steps beyond this many timed ones of the last epoch (fewer timed
 # steps than this are flagged by the analysis as too few to trust).
 MIN_TIMED_STEPS = 5
@@ -37,13 +35,7 @@ class EpochPlan:
     def of(cls, params: TrialParams, data: ImageData, start_epoch: int) -> EpochPlan:
         """The plan of a worker group that starts training at ``start_epoch`` (after a restart: > 0)."""
         gb = params.train_batch_size
-        if params.train_samples:
-            samples = params.train_samples * (params.data_parallel_size if params.data_scaling == "per_worker" else 1)
-        else:
-            samples = data.num_train or SYNTHETIC_STEPS_PER_EPOCH * gb
-        steps = max(1, samples // gb)
-        if params.max_steps_per_epoch:
-            steps = min(steps, params.max_steps_per_epoch)
+        steps = params.steps_per_epoch(0 if params.train_samples else data.num_train)  # the split, read only if used
         # A slowed rank sizes its delay on at least one untimed step (trainers.straggler).
         warmup_steps = max(params.warmup_steps, 1 if params.slow_rank_list else 0)
         warmup = WarmupPlan.after_start(warmup_steps, start_epoch, steps, params.epochs)

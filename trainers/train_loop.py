@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from raysweep.core.compile_decision import CompileDecision, decide_compile
 from raysweep.core.errors import RankOutOfMemory
 from raysweep.core.schema import EPOCH_KEY, RANKS_KEY, TRIAL_ID_KEY, TRIAL_KEY
 from raysweep.core.spec import RANK_TRIAL_KEY, RankTrial
@@ -69,6 +70,8 @@ def train_trial(trial: RankTrial) -> None:
     model = apply_activation_checkpointing(apply_sequence_parallel(model, groups), params.activation_checkpointing)
     meter.mark("model_built")
     plan = EpochPlan.of(params, data, start_epoch=0)
+    compiling = decide_compile(params, plan.steps_per_epoch * params.epochs, trial.compile_cost)
+    params = compiling.applied(params)  # every rank decides alike: the same plan and figures
     engine = build_engine(params, model, device, total_steps=plan.steps_per_epoch * params.epochs)
     meter.mark("engine_ready")
     image_size = params.image_size or native_image_size(params.model)
@@ -103,6 +106,7 @@ def train_trial(trial: RankTrial) -> None:
             device,
             final=last,
             trial=trial,
+            compiling=compiling,
             checkpoint=checkpoint,
         )
         discard(checkpoint)
@@ -174,6 +178,7 @@ def report(
     device,
     final: bool,
     trial: RankTrial,
+    compiling: CompileDecision,
     checkpoint: ray.train.Checkpoint | None,
 ) -> None:
     """Every rank reports (Ray Train expects it); rank 0's metrics carry all ranks' reports to Tune."""
@@ -189,6 +194,7 @@ def report(
     )
     summary.joules_per_sample = joules_per_sample([r.energy_j for r in ranks], meter.timed_samples)
     summary.trainable_params = trainable_params
+    summary.compiled, summary.compile_reason = compiling.compiled, compiling.reason
     ray.train.report(
         {
             TRIAL_ID_KEY: trial.trial_id,

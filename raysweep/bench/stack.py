@@ -223,7 +223,7 @@ def compare(plain: dict, trial: dict, eager: dict) -> dict:
     return {
         **plain,
         **stack,
-        "compile": trial["compile"],
+        "compile": trial["compiled"],
         "eager_img_s": eager["plain_img_s"],
         "ratio": stack["stack_img_s"] / plain["plain_img_s"],
         "ratio_min": stack["stack_img_s_min"] / plain["plain_img_s_max"],

@@ -21,6 +21,7 @@ DEVICES = ("auto", "cpu", "gpu")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 OPTIMIZERS = ("adamw", "sgd", "lamb")
 ENGINES = ("deepspeed", "ddp", "fsdp", "accelerate")
+COMPILES = ("false", "true", "auto")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
 LR_SCHEDULES = ("constant", "cosine")
 DECODERS = ("auto", "cpu", "gpu")
@@ -31,6 +32,8 @@ ZERO_STAGES = (0, 1, 2, 3)
 # The ZeRO stages sequence parallelism runs with: ZeRO-3 gathers a module's parameters only when that module
 # runs, and the SP forward reads the position embedding outside any submodule's forward.
 SP_ZERO_STAGES = (0, 1, 2)
+# Synthetic data has no natural epoch: this many optimizer steps make one.
+SYNTHETIC_STEPS_PER_EPOCH = 30
 # datasets whose channel count is any in_chans: arrays hold their own, synthetic makes what the model takes
 CHANNEL_FREE_DATASETS = ("arrays", "synthetic")
 
@@ -125,12 +128,19 @@ class TrialParams:
     lr_warmup: float = field(
         default=0.05, metadata={"doc": "share of the trial's optimizer steps in linear learning-rate warm-up"}
     )
-    compile: bool = field(default=False, metadata={"doc": "torch.compile the model inside the engine"})
+    compile: str = field(
+        default="false",
+        metadata={
+            "doc": "torch.compile the model inside the engine: false | true | auto (GPU trials whose planned "
+            "steps save more than the compile costs; the trial's compile_reason says why)"
+        },
+    )
     compile_mode: str = field(
         default="default",
         metadata={
-            "doc": "with compile=true, torch.compile's mode: default | reduce-overhead (CUDA graphs: no per-step "
-            "launch and Python work, for small batches) | max-autotune-no-cudagraphs (searches kernels)"
+            "doc": "when compiling, torch.compile's mode: default | reduce-overhead (CUDA graphs: no per-step "
+            "launch and Python work, for small batches; compile=auto's choice at micro batch <= 64) | "
+            "max-autotune-no-cudagraphs (searches kernels)"
         },
     )
     slow_ranks: str = field(
@@ -202,6 +212,12 @@ class TrialParams:
         },
     )
 
+    def __post_init__(self) -> None:
+        # A boolean that reaches the field without ``from_dict`` (a searcher's proposal of a choice axis,
+        # ``TrialParams(compile=True)``) is the flag it spells, not a string that is always true.
+        if isinstance(self.compile, bool):
+            self.compile = "true" if self.compile else "false"
+
     # ---- derived values -------------------------------------------------------------
     @property
     def data_parallel_size(self) -> int:
@@ -222,6 +238,16 @@ class TrialParams:
     def train_batch_size(self) -> int:
         """DeepSpeed's ``train_batch_size``: micro batch x accumulation x data-parallel replicas."""
         return self.effective_micro_batch * self.grad_accum_steps * self.data_parallel_size
+
+    def steps_per_epoch(self, num_train: int) -> int:
+        """Optimizer steps of one epoch over a split of ``num_train`` samples (0: synthetic data, which has none)."""
+        gb = self.train_batch_size
+        if self.train_samples:
+            samples = self.train_samples * (self.data_parallel_size if self.data_scaling == "per_worker" else 1)
+        else:
+            samples = num_train or SYNTHETIC_STEPS_PER_EPOCH * gb
+        steps = max(1, samples // gb)
+        return min(steps, self.max_steps_per_epoch) if self.max_steps_per_epoch else steps
 
     @property
     def slow_rank_list(self) -> list[int]:
@@ -288,6 +314,7 @@ class TrialParams:
         choose("precision", self.precision, PRECISIONS)
         choose("optimizer", self.optimizer, OPTIMIZERS)
         choose("engine", self.engine, ENGINES)
+        choose("compile", self.compile, COMPILES)
         choose("compile_mode", self.compile_mode, COMPILE_MODES)
         choose("amp", self.amp, AMPS)
         choose("lr_schedule", self.lr_schedule, LR_SCHEDULES)
@@ -379,7 +406,7 @@ class TrialParams:
             )
         if self.precision == "fp16" and self.uses_autocast and self.zero_stage:
             raise UsageError("fp16 with amp=autocast is DeepSpeed's ZeRO-0 path only; use amp=deepspeed with ZeRO")
-        if self.zero_stage == 3 and self.compile:
+        if self.zero_stage == 3 and self.compile == "true":
             raise UsageError("compile=true is not supported with zero_stage=3 (parameters are partitioned)")
         if self.dataset in ("cifar10", "cifar100", "imagefolder", "arrays") and not self.data_dir:
             raise UsageError(f"dataset={self.dataset} needs data_dir (--data-dir PATH)")
@@ -393,7 +420,7 @@ class TrialParams:
         refusals = [
             (self.zero_stage > 0, f"zero_stage={self.zero_stage} needs engine=deepspeed (FSDP shards by itself)"),
             (self.precision == "fp16", "precision=fp16 is not supported with engine=fsdp (no loss scaler); use bf16"),
-            (self.compile, "compile=true is not supported with engine=fsdp; use compile=false"),
+            (self.compile == "true", "compile=true is not supported with engine=fsdp; use compile=false or auto"),
             (
                 self.sequence_parallel > 1,
                 f"sequence_parallel={self.sequence_parallel} is not supported with engine=fsdp; use 1",
@@ -429,14 +456,10 @@ def positive(name: str, value: int) -> None:
 
 def coerce(name: str, value: Any, kind: type) -> Any:
     """Turn a YAML or command-line value into the field's type, or say which field is wrong."""
+    if name == "compile":  # true | false | auto: a YAML or command-line boolean is one of the first two
+        return compile_choice(value)
     if kind is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.lower() in ("true", "1", "yes")
-        raise UsageError(f"{name} must be true or false, got {value!r}")
+        return flag(name, value)
     if kind is int:
         if isinstance(value, bool):
             raise UsageError(f"{name} must be an integer, got {value!r}")
@@ -464,6 +487,26 @@ def coerce(name: str, value: Any, kind: type) -> Any:
     if not isinstance(value, (str, int, float)) or isinstance(value, bool):
         raise UsageError(f"{name} must be a string, got {value!r}")
     return str(value)
+
+
+def flag(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.lower() in ("true", "1", "yes")
+    raise UsageError(f"{name} must be true or false, got {value!r}")
+
+
+def compile_choice(value: Any) -> str:
+    """``compile``'s value as one of ``COMPILES`` (booleans in any spelling ``coerce`` takes for a flag)."""
+    if isinstance(value, str) and value.lower() == "auto":
+        return "auto"
+    try:
+        return "true" if flag("compile", value) else "false"
+    except UsageError:
+        raise UsageError(f"compile={value!r} is not one of {', '.join(COMPILES)}") from None
 
 
 # The test-only fault spec KIND@RANK:STEP of ``inject_fault`` as a value (trainers/faults.py fires it).

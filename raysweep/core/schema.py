@@ -90,6 +90,11 @@ class TrialReport:
     timed_samples: int | None = column("global samples of the timed steps")
     train_time_s: float | None = column("wall time of the training epochs, warm-up included, validation excluded")
     warmup_s: float | None = column("wall time of the warm-up steps left out of the throughput (compilation)")
+    compiled: bool | None = column("whether the trial ran torch.compile'd (compile=true, or auto's choice)")
+    compile_reason: str | None = column(
+        "why it compiled or not: compile=true/false as set, or auto's figures (planned steps, the saving "
+        "against the compile's cost, measured or default) and mode"
+    )
     setup_breakdown: str | None = column(
         "JSON: seconds from the trial's start to the end of each setup phase on rank 0 (driver started, worker "
         "started, data loaded, model built, engine ready, first step)"

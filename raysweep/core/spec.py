@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from raysweep.core.compile_decision import CompileCost
 from raysweep.core.params import TrialParams
 
 # The one key of a trial's Tune ``config``, and of a Ray Train loop's ``train_loop_config``.
@@ -57,6 +58,9 @@ class RankTrial:
     attempt: int = 0  # worker-group restarts before this one
     worker_group: str = ""  # the Ray Train run whose workers train this attempt
     resume_from: Any = None  # a ``ray.train.Checkpoint`` to continue from (core imports no Ray)
+    # compile=auto: the compile's cost and gain measured by the sweep's earlier trials of this shape, where
+    # the driver could read them (None: the defaults); the ranks decide from it (``decide_compile``).
+    compile_cost: CompileCost | None = None
     # In a shared group: asks whether Tune stopped the trial (every rank asks after each epoch's report).
     stop_requested: Callable[[], bool] | None = None
 

@@ -14,6 +14,7 @@ import ray.tune
 from ray.train import TrainingFailedError
 from ray.tune.integration.ray_train import TuneReportCallback
 
+from raysweep.core.compile_decision import CompileCost, measured_cost
 from raysweep.core.spec import RANK_TRIAL_KEY, RankTrial, TrialSpec, spec_of
 from raysweep.core.store import ResultStore
 from raysweep.runtime.retry import retried
@@ -28,7 +29,9 @@ def train_driver_fn(config: dict) -> None:
     trial_id = ray.tune.get_context().get_trial_id()
     if finished_before(spec, trial_id):
         return
-    trial = RankTrial(spec, trial_id, started_at, run_dir=spec.run_dir(trial_id))
+    trial = RankTrial(
+        spec, trial_id, started_at, run_dir=spec.run_dir(trial_id), compile_cost=measured_compile_cost(spec)
+    )
     if spec.share_workers:
         run_in_group(trial)
     else:
@@ -62,6 +65,15 @@ def run_alone(trial: RankTrial) -> None:
         except TrainingFailedError as e:
             if not retried(e, attempt, spec.max_failures):
                 raise
+
+
+def measured_compile_cost(spec: TrialSpec) -> CompileCost | None:
+    """For ``compile=auto`` on a GPU: the compile's cost and gain measured by the sweep's earlier trials of the
+    trial's shape, where the sweep's tables are visible from here (a local run); None elsewhere."""
+    if spec.params.compile != "auto" or spec.params.device != "gpu":
+        return None
+    sweep_dir = Path(spec.sweep_dir)
+    return measured_cost(ResultStore(sweep_dir.parent, sweep_dir.name).read("trials").to_pylist(), spec.params)
 
 
 def finished_before(spec: TrialSpec, trial_id: str) -> bool:

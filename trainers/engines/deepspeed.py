@@ -17,7 +17,7 @@ import torch
 
 from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import GRAD_CLIP_NORM, build_deepspeed_config
-from trainers.engines.compiling import compile_options
+from trainers.engines.compiling import compile_options, compiles
 from trainers.engines.ddp import DTYPES
 
 TAG = "engine"
@@ -53,7 +53,7 @@ class DeepSpeedEngine:
         self.ds, *_ = deepspeed.initialize(
             model=model, optimizer=make_optimizer(model), lr_scheduler=make_scheduler, config=config
         )
-        if params.compile:
+        if compiles(params):
             self.ds.compile(compile_kwargs=compile_options(params))
         self.module = self.ds
         self.input_dtype = torch.float32 if params.uses_autocast else DTYPES[params.precision]

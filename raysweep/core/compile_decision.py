@@ -1,0 +1,155 @@
+"""``compile=auto``: whether torch.compile pays for itself in a trial, from what it costs and what it saves.
+
+A compiled trial pays its compile once (its warm-up grows by it) and then runs each step ``speedup``
+times faster than eager.  It pays where its planned steps save more than that:
+
+    planned steps x eager step time x (1 - 1 / speedup)  >  compile seconds
+
+The three figures come from the sweep's own earlier trials of the same model, image size, micro batch and
+precision where both an eager and a compiled one completed (``measured_cost``), else from the defaults per
+model family below, and the reason a trial records names which.  Compiling in ``auto`` picks CUDA graphs
+(``reduce-overhead``) for small micro batches, where a step is bound by kernel launches and Python work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from raysweep.core.params import TrialParams
+
+# At and below this micro batch a ViT step on an H100/H200 is bound by kernel launches and Python work
+# (the full stack's eager step falls furthest behind plain PyTorch there): CUDA graphs remove both.
+LAUNCH_BOUND_MICRO_BATCH = 64
+
+
+@dataclass(frozen=True)
+class CompileCost:
+    """What compiling a model costs and gains on one rank."""
+
+    compile_s: float  # seconds the compile adds to a trial's warm-up
+    speedup: float  # eager step time over compiled step time
+    sample_s: float  # eager seconds per training sample on one rank
+    source: str  # where the figures come from, as the trial's reason states it
+
+    def saving_s(self, steps: int, samples_per_step: int) -> float:
+        """Seconds that ``steps`` compiled steps of ``samples_per_step`` samples save against eager."""
+        return steps * samples_per_step * self.sample_s * (1 - 1 / self.speedup)
+
+
+# Defaults per model family (the model name's first two words), used where the sweep has measured nothing.
+# vit_base: ViT-B/16 at 224 px, bf16, micro batch 256 on one H200 (docs/results/h200-bench): the full stack
+# eager at 2691 img/s with 1.59 s of warm-up, compiled at 3406 img/s with 19.64 s.
+DEFAULT_COSTS: dict[str, CompileCost] = {
+    "vit_base": CompileCost(
+        compile_s=19.64 - 1.59,
+        speedup=3406 / 2691,
+        sample_s=1 / 2691,
+        source="default for vit_base: ViT-B/16 on an H200 at micro batch 256",
+    ),
+}
+# Families without figures of their own take ViT-B/16's: the same blocks, so a similar compile and gain.
+FALLBACK_FAMILY = "vit_base"
+
+
+def model_family(model: str) -> str:
+    return "_".join(model.split("_")[:2])
+
+
+def default_cost(model: str) -> CompileCost:
+    family = model_family(model)
+    if family in DEFAULT_COSTS:
+        return DEFAULT_COSTS[family]
+    fallback = DEFAULT_COSTS[FALLBACK_FAMILY]
+    return dataclasses.replace(fallback, source=f"no default for {family}, so {fallback.source}")
+
+
+@dataclass(frozen=True)
+class CompileDecision:
+    """What a trial runs: compiled or eager, in which mode, and why."""
+
+    compiled: bool
+    mode: str  # the compile_mode the trial runs in
+    reason: str
+
+    def applied(self, params: TrialParams) -> TrialParams:
+        """``params`` as the trial runs them: ``compile`` true or false, never auto."""
+        return dataclasses.replace(params, compile="true" if self.compiled else "false", compile_mode=self.mode)
+
+
+def decide_compile(params: TrialParams, planned_steps: int, measured: CompileCost | None = None) -> CompileDecision:
+    """The trial's compile: as set, or for ``auto`` whether ``planned_steps`` optimizer steps pay for it."""
+    if params.compile != "auto":
+        return CompileDecision(params.compile == "true", params.compile_mode, f"compile={params.compile}")
+    eager = engine_refusal(params)
+    if eager:
+        return CompileDecision(False, params.compile_mode, f"auto: eager, {eager}")
+    cost = measured or default_cost(params.model)
+    samples_per_step = params.effective_micro_batch * params.grad_accum_steps
+    saving = cost.saving_s(planned_steps, samples_per_step)
+    figures = (
+        f"{planned_steps} steps save ~{saving:.1f} s at {cost.speedup:.2f}x against a {cost.compile_s:.1f} s "
+        f"compile ({cost.source})"
+    )
+    if saving <= cost.compile_s:
+        return CompileDecision(False, params.compile_mode, f"auto: eager, {figures}")
+    mode, why_mode = params.compile_mode, ""
+    if mode == "default" and params.effective_micro_batch <= LAUNCH_BOUND_MICRO_BATCH:
+        mode = "reduce-overhead"
+        why_mode = (
+            f" in reduce-overhead (CUDA graphs: micro batch {params.effective_micro_batch} <= "
+            f"{LAUNCH_BOUND_MICRO_BATCH} is launch-bound)"
+        )
+    return CompileDecision(True, mode, f"auto: compiled{why_mode}, {figures}")
+
+
+def engine_refusal(params: TrialParams) -> str:
+    """Why ``auto`` leaves this trial eager whatever its length; empty where it may compile."""
+    if params.device != "gpu":
+        # Inductor on CPU generates and builds C++ for minutes, and the small models CPU sweeps train
+        # gain little from it: the CPU step is bound by the matmuls, not by launches.
+        return "CPU trial (auto compiles GPU trials only)"
+    if params.engine == "fsdp":
+        return "engine=fsdp does not compile"
+    if params.zero_stage == 3:
+        return "zero_stage=3 does not compile (parameters are partitioned)"
+    return ""
+
+
+def measured_cost(rows: list[dict[str, Any]], params: TrialParams) -> CompileCost | None:
+    """The compile's cost and gain from a sweep's trials rows of ``params``' model and shape: completed GPU
+    trials of the same model, image size, micro batch and precision, at least one compiled and one eager
+    (their medians); None where either is missing."""
+    shape = {
+        "model": params.model,
+        "image_size": params.image_size,
+        "micro_batch_per_worker": params.effective_micro_batch,
+        "precision": params.precision,
+        "device": "gpu",
+        "status": "completed",
+    }
+    alike = [
+        r
+        for r in rows
+        if all(r.get(k) == v for k, v in shape.items())
+        and r.get("compiled") is not None
+        and r.get("warmup_s") is not None
+        and r.get("throughput_per_worker")
+    ]
+    compiled = [r for r in alike if r["compiled"]]
+    eager = [r for r in alike if not r["compiled"]]
+    if not compiled or not eager:
+        return None
+
+    def median(group: list[dict[str, Any]], column: str) -> float:
+        return statistics.median(r[column] for r in group)
+
+    eager_rate = median(eager, "throughput_per_worker")
+    return CompileCost(
+        compile_s=max(0.0, median(compiled, "warmup_s") - median(eager, "warmup_s")),
+        speedup=median(compiled, "throughput_per_worker") / eager_rate,
+        sample_s=1 / eager_rate,
+        source=f"measured: {len(compiled)} compiled and {len(eager)} eager earlier trials of this shape",
+    )

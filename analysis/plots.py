@@ -490,7 +490,7 @@ def predicted_scaling_figure(frames: list[tuple[str, pd.DataFrame]]) -> Drawn | 
     caption = (
         " and ".join(PREDICTED_PANELS[k][3].lower() for k in kinds).capitalize()
         + " predicted by the step-time model (from the 1-rank trials and the link probe): speedup (left) and "
-        "efficiency (right) against the workers, linear axes from 0; dashed, hollow markers: **predicted**, "
+        "efficiency (right) against the workers, linear axes from 0; dashed, hollow markers: predicted, "
         "through every predicted worker count"
         + (
             "; squares: measured medians, bars: their range"
@@ -500,7 +500,11 @@ def predicted_scaling_figure(frames: list[tuple[str, pd.DataFrame]]) -> Drawn | 
         )
         + ("; shaded: beyond the most ranks measured" if beyond_drawn else "")
         + "; dotted: ideal (a straight line)"
-        + (f"; {drawn_series} of {total_series} series drawn (the table has all)" * (drawn_series < total_series))
+        + (
+            f"; {drawn_series} of {total_series} series drawn (the table has all)"
+            if drawn_series < total_series
+            else ""
+        )
     )
     return Drawn(figure, caption)
 

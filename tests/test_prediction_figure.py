@@ -86,7 +86,7 @@ def test_predicted_curves_run_through_every_count_and_measured_points_carry_thei
     assert shaded and shaded[0].get_x() == 2  # beyond the most ranks measured
     for axes in (ratio, efficiency):
         assert axes.get_xlim()[0] == 0 and axes.get_ylim()[0] == 0
-    assert "Strong scaling predicted" in drawn.caption and "**predicted**" in drawn.caption
+    assert "Strong scaling predicted" in drawn.caption and "hollow markers: predicted" in drawn.caption
     assert "over up to 3 repeats" in drawn.caption and "shaded" in drawn.caption and "weak" not in drawn.caption
 
 

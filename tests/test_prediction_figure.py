@@ -165,3 +165,19 @@ def test_a_report_draws_predicted_scaling_once_its_sweep_has_a_link_table(tmp_pa
     assert (report.parent / "predicted_scaling.png").stat().st_size > 1000
     text = report.read_text(encoding="utf-8")
     assert text.index("## Predicted scaling") < text.index("predicted_scaling.png")
+
+
+def test_series_are_named_by_the_configuration_parameters_that_differ_and_capped_with_the_caption_saying_so():
+    frames = []
+    for engine in ("ddp", "deepspeed"):
+        frame = strong_measured_at_one_and_two()
+        frame["configuration"] = json.dumps({"engine": engine, "model": "m"})
+        frames.append(("", frame))
+    drawn = predicted_scaling_figure(frames)
+    labels = {line.get_label() for line in drawn.figure.axes[0].get_lines()}
+    assert {"engine=ddp, global batch 64: predicted", "engine=deepspeed, global batch 64: predicted"} <= labels
+    assert "series drawn" not in drawn.caption
+    many = [("", strong_measured_at_one_and_two().assign(configuration=json.dumps({"seed": s}))) for s in range(8)]
+    drawn = predicted_scaling_figure(many)
+    assert len([line for line in drawn.figure.axes[0].get_lines() if "predicted" in line.get_label()]) == 6
+    assert "6 of 8 series drawn" in drawn.caption

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from ray.cluster_utils import Cluster
 
+from analysis.link_model import links_from_table
 from tests.integration.conftest import explain, run_cli
 
 
@@ -61,3 +62,10 @@ def test_the_probe_on_two_nodes_fits_intra_and_inter_node_links(two_nodes, tmp_p
     assert set(fits) == {(c, k) for c in ("intra_node", "inter_node") for k in ("all_reduce", "all_gather")}
     assert all(f["alpha_s"] >= 0 and f["beta_bytes_per_s"] > 0 for f in fits.values())
     assert "inter_node" in proc.stdout and "intra_node" in proc.stdout  # the printed fits
+    # The predictor takes each class's own fit: within a node the intra-node one, across nodes the inter-node one
+    # (a 2-rank ring all-reduce: 2 alpha + n / beta).
+    links = links_from_table(pq.read_table(tmp_path / "two-nodes" / "links" / "links.parquet"))
+    for ranks_per_node, nodes, link_class in ((2, 1, "intra_node"), (1, 2, "inter_node")):
+        fit = fits[(link_class, "all_reduce")]
+        expected = 2 * fit["alpha_s"] + (1 << 20) / fit["beta_bytes_per_s"]
+        assert links.collective_s("all_reduce", 1 << 20, ranks_per_node, nodes) == pytest.approx(expected)

@@ -9,18 +9,22 @@ the parameters that differ between them, never by trial ids.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from analysis.batch import KNEE_FRACTION
 from analysis.compute import SweepAnalysis
+from analysis.errors import AnalysisError
 from analysis.groups import group_label, trial_labels, varying_columns
+from analysis.prediction_section import PREDICTED_FIGURE, sweep_predictions
 
 MAX_PANELS = 6  # overhead panels, one per batch group; more would be unreadable
 MAX_EPOCH_SERIES = 12  # per-epoch lines beyond this are unreadable; the tables hold every trial
@@ -379,6 +383,142 @@ def epochs_figure(series: list[Series]) -> Drawn | str:
     )
 
 
+MAX_PREDICTED_SERIES = 6  # predicted curves per panel beyond this are unreadable; the section's table has all
+PREDICTED_PANELS = {
+    "strong": ("global batch", "global_batch", "speedup R(n) / R(1)  [×]", "Strong scaling"),
+    "weak": ("micro batch", "micro_batch", "scaled speedup R(n) / R(1)  [×]", "Weak scaling"),
+}
+
+
+def predicted_series(frames: list[tuple[str, pd.DataFrame]], kind: str) -> list[tuple[str, pd.DataFrame]]:
+    """(label, rows by worker count) per sweep, configuration and base batch of one scaling kind."""
+    base_name, base_column, _, _ = PREDICTED_PANELS[kind]
+    configurations = {c for _, f in frames for c in f.loc[f["scaling"] == kind, "configuration"]}
+    differing = configuration_differences(configurations)
+    found = []
+    for label, frame in frames:
+        for (configuration, base), rows in frame[frame["scaling"] == kind].groupby(["configuration", base_column]):
+            name = ", ".join(filter(None, [differing[configuration], f"{base_name} {base:g}"]))
+            found.append((f"{label}: {name}" if label else name, rows.sort_values("num_workers")))
+    return found
+
+
+def measured_beyond_base(rows: pd.DataFrame) -> bool:
+    return bool((rows["measured"] & (rows["num_workers"] > rows["num_workers"].min())).any())
+
+
+def configuration_differences(configurations: set[str]) -> dict[str, str]:
+    """Each configuration (JSON) named by the parameters whose values differ between them ("" for one)."""
+    parsed = {c: json.loads(c) for c in configurations}
+    keys = sorted({k for p in parsed.values() for k in p})
+    differing = [k for k in keys if len({json.dumps(p.get(k)) for p in parsed.values()}) > 1]
+    return {c: ", ".join(f"{k}={p.get(k)}" for k in differing) for c, p in parsed.items()}
+
+
+def measured_ratios(rows: pd.DataFrame) -> pd.DataFrame | None:
+    """Measured speedup (median, low, high from the slowest and fastest repeat) against the series' base count;
+    None where the base count or no count beyond it was measured."""
+    base = rows.iloc[0]
+    measured = rows[rows["measured"]]
+    if not base["measured"] or len(measured) < 2:
+        return None
+    base_rate = base["global_batch"] / base["measured_step_time_ms"]
+    ratio = pd.DataFrame({"num_workers": measured["num_workers"]})
+    for column, step in (("median", "measured_step_time_ms"), ("low", "measured_max_ms"), ("high", "measured_min_ms")):
+        ratio[column] = measured["global_batch"] / measured[step] / base_rate
+    ratio["efficiency_scale"] = 100.0 * base["num_workers"] / measured["num_workers"]
+    return ratio
+
+
+def predicted_scaling_figure(frames: list[tuple[str, pd.DataFrame]]) -> Drawn | str:
+    """Predicted curves through every worker count (dashed, hollow markers) and the measured medians with their
+    spread where the sweep ran that count: speedup and efficiency, a row per scaling kind.
+
+    ``frames``: (series label prefix, ``analysis.predict.predict_from_trials`` frame) per sweep."""
+    frames = [(label, f) for label, f in frames if not f.empty]
+    if not frames:
+        return "no prediction: no configuration with a completed 1-rank trial"
+    found = {k: predicted_series(frames, k) for k in PREDICTED_PANELS}
+    compared = {k: [(n, r) for n, r in series if measured_beyond_base(r)] for k, series in found.items()}
+    # Where the sweep measured a kind beyond its base count, the panels compare those series; else all predicted.
+    found = {k: series for k, series in (compared if any(compared.values()) else found).items() if series}
+    kinds = list(found)
+    figure = Figure(figsize=(12.8, 4.2 * len(kinds)), layout="constrained")
+    FigureCanvasAgg(figure)
+    rows_of_axes = figure.subplots(len(kinds), 2, squeeze=False)
+    drawn_series = total_series = 0
+    repeats = 0
+    beyond_drawn = measured_drawn = False
+    for (ratio, efficiency), kind in zip(rows_of_axes, kinds):
+        _, _, ylabel, title = PREDICTED_PANELS[kind]
+        total_series += len(found[kind])
+        workers, measured_workers, top_efficiency = [], [], 100.0
+        for name, rows in found[kind][:MAX_PREDICTED_SERIES]:
+            line = ratio.plot(rows["num_workers"], rows["speedup"], "--o", mfc="none", label=f"{name}: predicted")[0]
+            efficiency.plot(rows["num_workers"], rows["efficiency"] * 100, "--o", mfc="none", color=line.get_color())
+            workers += list(rows["num_workers"])
+            top_efficiency = max(top_efficiency, float(rows["efficiency"].max()) * 100)
+            measured = measured_ratios(rows)
+            if measured is None:
+                continue
+            measured_drawn = True
+            repeats = max(repeats, int(rows["measured_repeats"].max()))
+            measured_workers += list(measured["num_workers"])
+            for axes, scale in ((ratio, 1.0), (efficiency, measured["efficiency_scale"])):
+                middle = measured["median"] * scale
+                spread = [middle - measured["low"] * scale, measured["high"] * scale - middle]
+                axes.errorbar(
+                    measured["num_workers"], middle, yerr=spread, fmt="s", capsize=3, color=line.get_color(),
+                    label=f"{name}: measured" if axes is ratio else None,
+                )  # fmt: skip
+            top_efficiency = max(top_efficiency, float((measured["high"] * measured["efficiency_scale"]).max()))
+        drawn_series += min(len(found[kind]), MAX_PREDICTED_SERIES)
+        base = min(int(rows["num_workers"].min()) for _, rows in found[kind])
+        ratio.plot([0, max(workers)], [0, max(workers) / base], "k:", label="ideal")
+        efficiency.axhline(100, color="k", linestyle=":", label="ideal (100%)")
+        if measured_workers and max(workers) > max(measured_workers):
+            beyond_drawn = True
+            for axes in (ratio, efficiency):
+                axes.axvspan(max(measured_workers), max(workers) * 1.08, color="0.9", zorder=0)
+            ratio.plot([], [], "s", color="0.9", markersize=10, label="beyond the measured ranks")
+        ratio.set(ylabel=ylabel, title=f"{title}: speedup, predicted and measured", ylim=(0, None))
+        efficiency.set(ylabel="parallel efficiency  [%]", title=f"{title}: efficiency", ylim=(0, top_efficiency * 1.05))
+        for axes in (ratio, efficiency):
+            linear_workers_axis(axes, workers)
+            axes.set_xlabel("workers (data-parallel ranks)")
+            axes.legend(fontsize="small")
+    caption = (
+        " and ".join(PREDICTED_PANELS[k][3].lower() for k in kinds).capitalize()
+        + " predicted by the step-time model (from the 1-rank trials and the link probe): speedup (left) and "
+        "efficiency (right) against the workers, linear axes from 0; dashed, hollow markers: predicted, "
+        "through every predicted worker count"
+        + (
+            "; squares: measured medians, bars: their range"
+            + (f" over up to {repeats} repeats" if repeats > 1 else " (single runs: no spread)")
+            if measured_drawn
+            else "; nothing measured beyond one rank to compare"
+        )
+        + ("; shaded: beyond the most ranks measured" if beyond_drawn else "")
+        + "; dotted: ideal (a straight line)"
+        + (
+            f"; {drawn_series} of {total_series} series drawn (the table has all)"
+            if drawn_series < total_series
+            else ""
+        )
+    )
+    return Drawn(figure, caption)
+
+
+def prediction_figure(series: list[Series]) -> Drawn | str:
+    frames, reasons = [], []
+    for s in series:
+        try:
+            frames.append((s.label, sweep_predictions(s.analysis)))
+        except AnalysisError as exc:
+            reasons.append(s.name(str(exc)))
+    return predicted_scaling_figure(frames) if frames else "; ".join(reasons)
+
+
 FIGURES: dict[str, Callable[[list[Series]], Drawn | str]] = {
     "speedup": lambda series: scaling_figure(series, "strong"),
     "efficiency": lambda series: scaling_figure(series, "weak"),
@@ -389,6 +529,7 @@ FIGURES: dict[str, Callable[[list[Series]], Drawn | str]] = {
     "joules_per_sample": joules_figure,
     "time_to_accuracy": time_to_accuracy_figure,
     "epochs": epochs_figure,
+    PREDICTED_FIGURE: prediction_figure,
 }
 # The headline plot for each kind of sweep, in the order a sweep is taken to be of that kind.
 HEADLINES = ("speedup", "efficiency", "batch_throughput", "epochs")

@@ -61,6 +61,7 @@ class Prediction:
     measured_step_time_ms: float | None = None
     measured_min_ms: float | None = None
     measured_max_ms: float | None = None
+    measured_repeats: int = 0  # the trials the measurement is the median of
     measured_comm_ms: float | None = None
     error: float | None = None  # predicted / measured step time - 1
     missed_term: str | None = None  # beyond MISS_TOLERANCE: compute or comm, whichever is further off
@@ -195,6 +196,7 @@ def with_measurements(prediction: Prediction, trials: pd.DataFrame) -> Predictio
     prediction.measured_step_time_ms = measured
     prediction.measured_min_ms = float(same["step_time_ms"].min())
     prediction.measured_max_ms = float(same["step_time_ms"].max())
+    prediction.measured_repeats = len(same)
     comm = same["comm_kernel_ms"].dropna()
     prediction.measured_comm_ms = float(comm.median()) if len(comm) else None
     prediction.error = prediction.step_time_ms / measured - 1.0

@@ -13,7 +13,7 @@ from analysis.findings import answer, headlines, left_out_sentence
 from analysis.groups import COMPARISONS
 from analysis.paper import paper_beside_us
 from analysis.plots import HEADLINES, Plots
-from analysis.prediction_section import prediction_section
+from analysis.prediction_section import PREDICTED_FIGURE, prediction_section
 from analysis.render import Block, Bullets, Heading, Image, Paragraph, Table
 from analysis.scaling import MIN_FIT_WORKER_COUNTS, ScalingResult
 from analysis.sequence import resolution_section
@@ -29,7 +29,7 @@ def build_report(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     blocks += scaling_section(analysis.weak, plots)
     blocks += batch_section(analysis, plots)
     blocks += comm_section(analysis, plots)
-    blocks += prediction_section(analysis)
+    blocks += prediction_section(analysis, images(plots, PREDICTED_FIGURE))
     blocks += accuracy_section(analysis, plots)
     blocks += trials_section(analysis, plots)
     blocks += economy_section(analysis)

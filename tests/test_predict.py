@@ -196,10 +196,10 @@ def test_the_report_section_shows_the_fits_and_predictions_beyond_the_measured_r
     ]
     pq.write_table(table_from_rows("links", points + fit_rows(points)), sweep / "links" / "links.parquet")
     trials = pd.DataFrame([trial("a", 1, 64, 100.0), trial("b", 2, 32, 55.0)])
-    blocks = prediction_section(SimpleNamespace(data=SimpleNamespace(sweep_dir=sweep, trials=trials)))
+    blocks = prediction_section(SimpleNamespace(data=SimpleNamespace(sweep_dir=sweep, trials=trials)), [])
     tables = [b for b in blocks if isinstance(b, Table)]
     assert tables[0].rows[0][:2] == [INTRA_NODE, "all_reduce"]
     predicted = tables[1].rows
     assert {row[1] for row in predicted} >= {"1", "2", "4", "8"}  # up to 4x the 2 ranks measured
     assert any(row[6] == "(prediction)" for row in predicted)
-    assert prediction_section(SimpleNamespace(data=SimpleNamespace(sweep_dir=tmp_path, trials=trials))) == []
+    assert prediction_section(SimpleNamespace(data=SimpleNamespace(sweep_dir=tmp_path, trials=trials)), []) == []

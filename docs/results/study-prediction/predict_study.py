@@ -126,7 +126,35 @@ def document(inputs: dict) -> str:
         "only while it is shorter than the compute.",
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + IN_A_SWEEP)
+
+
+# How the same model reaches a sweep's own report and a cluster of several nodes (no figures: those come from
+# each sweep's own tables).
+IN_A_SWEEP = [
+    "## In a sweep's report",
+    "",
+    "A sweep with a link table (`--probe-links`, or `python -m raysweep.probe` into its directory) gets a "
+    '"Predicted scaling" section: the link fits, the predictions table and `predicted_scaling.png`. The figure '
+    "draws the predicted speedup and efficiency through every worker count up to 4x the most ranks measured "
+    "(dashed, hollow markers, labelled *predicted*) and, at the counts the sweep ran, the measured medians with "
+    "their range over the repeats (squares with bars); counts beyond the measured ones are shaded; linear axes "
+    "from 0, ideal as a dotted straight line. Its panels are the scalings (strong, weak) the sweep measured beyond "
+    "one rank, else every predicted one; the caption says what was drawn.",
+    "",
+    "## The link probe on several nodes",
+    "",
+    "`python -m raysweep.probe --address ADDR` on a Ray cluster of two or more nodes runs two worker groups: "
+    "intra-node (the most ranks one node holds, `STRICT_PACK`) and inter-node (one rank per node, "
+    "`STRICT_SPREAD`). Each timed point's link class comes from its ranks' Ray node ids (all on one node: "
+    "`intra_node`; one per node: `inter_node`), and each class gets its own latency and bandwidth per collective "
+    "in `links.parquet`; `analysis.predict` uses the intra-node fit within a node and the inter-node fit across "
+    "nodes. `tests/integration/test_probe_cpu.py` runs the probe on a `ray.cluster_utils.Cluster` of two nodes "
+    "on one host: two real raylets with their own node ids, whose inter-node traffic nevertheless goes over "
+    "loopback. That test pins the grouping and the fitting, not a network: an `inter_node` fit measures a "
+    "network only where the nodes are separate hosts.",
+    "",
+]
 
 
 def main() -> int:

@@ -377,10 +377,12 @@ def h100_bench_compile() -> str:
                 f"{best['img_s']:.1f} ({best['img_s_min']:.1f}-{best['img_s_max']:.1f})",
                 f"{stack['img_s']:.1f} ({stack['img_s_min']:.1f}-{stack['img_s_max']:.1f})",
                 f"**{stack['img_s'] / best['img_s']:.3f}**",
+                f"{stack['setup_s']:.1f}",
+                f"{stack['warmup_s']:.1f}",
             ]
         )
     header = ["micro batch", "eager img/s", "best hand-written", "its img/s", "stack compiled img/s", "ratio"]
-    return table(header, body, "rrlrrr")
+    return table([*header, "later trial's setup (s)", "its warm-up (s)"], body, "rrlrrrrr")
 
 
 # --- the step-time model against measurement on 16 CPU cores (docs/results/cpu16-prediction) ---

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -77,14 +78,29 @@ def test_cpu_and_engines_that_cannot_compile_stay_eager_however_long(values, why
 def test_without_measurements_the_family_defaults_are_used_and_named():
     vit_b = DEFAULT_COSTS["vit_base"]
     # ViT-B/16 on an H200: 2691 img/s eager, 3406 compiled, 18.05 s more warm-up
-    assert (vit_b.compile_s, vit_b.speedup, 1 / vit_b.sample_s) == pytest.approx((18.05, 3406 / 2691, 2691))
+    assert (vit_b.compile_s, vit_b.speedup, 1 / vit_b.sample_s) == pytest.approx((18.05, 3406 / 2691, 2691), rel=1e-3)
     params = gpu(model="vit_base_patch16_224", micro_batch_per_worker=256)
     # a step of 256 saves 256/2691 x (1 - 2691/3406) = 0.01997 s: 904 steps pay 18.05 s, 903 do not
     assert not decide_compile(params, planned_steps=903).compiled
     long = decide_compile(params, planned_steps=904)
-    assert long.compiled and "(default for vit_base: ViT-B/16 on an H200 at micro batch 256)" in long.reason
+    assert long.compiled and "(default for vit_base: vit_base_patch16_224 on an NVIDIA H200 at micro batch 256)" in (
+        long.reason
+    )
     other = default_cost("deit_small_patch16_224")
     assert other.compile_s == vit_b.compile_s and other.source.startswith("no default for deit_small, so default")
+
+
+def test_the_defaults_in_the_code_are_what_the_committed_bench_summary_gives():
+    import importlib.util
+
+    from raysweep.core.compile_defaults import MEASURED_DEFAULTS
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "results" / "h200-bench" / "compile_defaults.py"
+    spec = importlib.util.spec_from_file_location("compile_defaults_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert MEASURED_DEFAULTS == script.measured_defaults()
+    assert Path(script.TARGET).read_text() == script.module_text()  # regenerate with the script, never by hand
 
 
 def test_a_set_compile_is_kept_and_says_so():

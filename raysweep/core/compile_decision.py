@@ -18,6 +18,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from raysweep.core.compile_defaults import MEASURED_DEFAULTS
 from raysweep.core.params import TrialParams
 
 # At and below this micro batch a ViT step on an H100/H200 is bound by kernel launches and Python work
@@ -39,16 +40,11 @@ class CompileCost:
         return steps * samples_per_step * self.sample_s * (1 - 1 / self.speedup)
 
 
-# Defaults per model family (the model name's first two words), used where the sweep has measured nothing.
-# vit_base: ViT-B/16 at 224 px, bf16, micro batch 256 on one H200 (docs/results/h200-bench): the full stack
-# eager at 2691 img/s with 1.59 s of warm-up, compiled at 3406 img/s with 19.64 s.
+# Defaults per model family (the model name's first two words), used where the sweep has measured nothing:
+# generated from a committed bench summary (raysweep/core/compile_defaults.py says which).
 DEFAULT_COSTS: dict[str, CompileCost] = {
-    "vit_base": CompileCost(
-        compile_s=19.64 - 1.59,
-        speedup=3406 / 2691,
-        sample_s=1 / 2691,
-        source="default for vit_base: ViT-B/16 on an H200 at micro batch 256",
-    ),
+    family: CompileCost(compile_s, speedup, sample_s, source)
+    for family, (compile_s, speedup, sample_s, source) in MEASURED_DEFAULTS.items()
 }
 # Families without figures of their own take ViT-B/16's: the same blocks, so a similar compile and gain.
 FALLBACK_FAMILY = "vit_base"

@@ -298,6 +298,119 @@ def h200_engine_loss() -> str:
     return loss
 
 
+# --- shared worker groups against a Train run per trial (docs/results/cpu-shared-workers, h200-shared-workers) ---
+
+
+def sweeps_of(experiment: str, prefix: str) -> dict[str, list[dict]]:
+    """The trials of each of ``experiment``'s sweeps whose name starts with ``prefix``, in their order of start."""
+    out: dict[str, list[dict]] = {}
+    for r in sorted(summary(experiment), key=lambda r: (r["sweep"], r["started_at"])):
+        if r["sweep"].startswith(prefix):
+            out.setdefault(r["sweep"], []).append(r)
+    return out
+
+
+def economy(experiment: str, sweep: str) -> dict:
+    """A sweep's own economy, as its sweep.json recorded it."""
+    return json.loads((RESULTS / experiment / sweep / "sweep.json").read_text())["economy"]
+
+
+def later_setups(sweeps: dict[str, list[dict]]) -> list[list[float]]:
+    return [[r["setup_s"] for r in trials[1:]] for trials in sweeps.values()]
+
+
+def listed(values: list[float], fmt: str) -> str:
+    return ", ".join(format(v, fmt) for v in values)
+
+
+SHARED_MODES = {
+    "cpu-shared-workers": ("shared_", "per_trial_"),
+    "h200-shared-workers": ("h200_shared", "h200_per_trial"),
+}
+
+
+def shared_modes(experiment: str) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    shared, per_trial = SHARED_MODES[experiment]
+    return sweeps_of(experiment, shared), sweeps_of(experiment, per_trial)
+
+
+@figure("cpu-shared-workers")
+def cpu_shared_workers() -> str:
+    columns = []
+    # the shared groups' sub-second figures to the hundredth, the per-trial runs' to the tenth
+    for sweeps, (fmt, fine) in zip(shared_modes("cpu-shared-workers"), ((".2f", ".3f"), (".1f", ".2f"))):
+        later = later_setups(sweeps)
+        every = [v for values in later for v in values]
+        economies = [economy("cpu-shared-workers", name) for name in sweeps]
+        columns.append(
+            [
+                f"median {' and '.join(format(statistics.median(v), fmt) for v in later)} s "
+                f"(all {len(every)}: {span(every, fmt)})",
+                listed([trials[0]["setup_s"] for trials in sweeps.values()], ".1f") + " s",
+                span([r["teardown_s"] for trials in sweeps.values() for r in trials], fine) + " s",
+                listed([e["wall_s"] for e in economies], ".1f") + " s",
+                listed([e["duty_cycle"] for e in economies], ".3f"),
+            ]
+        )
+    names = ["later trials' `setup_s` (4 a sweep)", "first trial's `setup_s`", "`teardown_s`"]
+    names += ["sweep wall time (`sweep.json` economy)", "duty cycle (two CPUs, 1-CPU trials: at most 0.5)"]
+    rows = [[name, *values] for name, *values in zip(names, *columns)]
+    return table(["", "shared worker groups (default)", "a Train run per trial"], rows, "lll")
+
+
+@figure("cpu-shared-workers-accuracy")
+def cpu_shared_workers_accuracy() -> str:
+    by_batch: dict[int, set[float]] = {}
+    for r in summary("cpu-shared-workers"):
+        by_batch.setdefault(r["micro_batch_per_worker"], set()).add(round(r["val_accuracy"], 3))
+    assert all(len(values) == 1 for values in by_batch.values()), by_batch  # the text says: identical
+    return listed([values.pop() for _, values in sorted(by_batch.items())], ".3f")
+
+
+@figure("h200-shared-workers")
+def h200_shared_workers() -> str:
+    columns = []
+    for sweeps in shared_modes("h200-shared-workers"):
+        later = later_setups(sweeps)
+        every = [v for values in later for v in values]
+        complete = {name: trials for name, trials in sweeps.items() if len(trials) == 3}
+        walls = listed([economy("h200-shared-workers", name)["wall_s"] for name in complete], ".1f")
+        duty = listed([economy("h200-shared-workers", name)["duty_cycle"] for name in complete], ".3f")
+        whole = len(complete) == len(sweeps)
+        columns.append(
+            [
+                f"{'; '.join(listed(v, '.2f' if whole else '.1f') for v in later)}: "
+                f"**median {statistics.median(every):.{2 if whole else 1}f}** "
+                f"({span(every, '.2f' if whole else '.1f')})",
+                listed([trials[0]["setup_s"] for trials in sweeps.values()], ".1f"),
+                span([r["teardown_s"] for trials in sweeps.values() for r in trials], ".3f" if whole else ".2f"),
+                walls if whole else f"{walls} (the complete run)",
+                f"**{duty}**" if whole else duty,
+            ]
+        )
+    names = ["later trials' `setup_s` (s)", "first trial's `setup_s` (s)", "`teardown_s` (s)"]
+    names += ["sweep wall time (s, `sweep.json` economy)", "**duty cycle**"]
+    rows = [[name, *values] for name, *values in zip(names, *columns)]
+    return table(["", "shared worker groups", "a Train run per trial"], rows, "lll")
+
+
+@figure("start-up-shared-against-per-trial")
+def start_up_shared_against_per_trial() -> str:
+    h200 = [later_setups(sweeps) for sweeps in shared_modes("h200-shared-workers")]
+    cpu = [later_setups(sweeps) for sweeps in shared_modes("cpu-shared-workers")]
+    cpu_walls = [
+        [economy("cpu-shared-workers", name)["wall_s"] for name in sweeps]
+        for sweeps in shared_modes("cpu-shared-workers")
+    ]
+    every = [[v for values in mode for v in values] for mode in (*h200, *cpu)]
+    return (
+        f"{statistics.median(every[0]):.2f} s against {statistics.median(every[1]):.1f} s on an H200, "
+        f"{statistics.median(every[2]):.2f} s against {span([statistics.median(v) for v in cpu[1]], '.0f')} s on "
+        f"2 CPU cores; the embedded default takes {span(cpu_walls[0], '.1f')} s instead of "
+        f"{span(cpu_walls[1], '.1f')} s"
+    )
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

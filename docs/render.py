@@ -304,9 +304,9 @@ def h200_engine_loss() -> str:
 def sweeps_of(experiment: str, prefix: str) -> dict[str, list[dict]]:
     """The trials of each of ``experiment``'s sweeps whose name starts with ``prefix``, in their order of start."""
     out: dict[str, list[dict]] = {}
-    for r in sorted(summary(experiment), key=lambda r: (r["sweep"], r["started_at"])):
-        if r["sweep"].startswith(prefix):
-            out.setdefault(r["sweep"], []).append(r)
+    for r in sorted(summary(experiment), key=lambda r: (r["sweep_dir"], r["started_at"])):
+        if r["sweep_dir"].startswith(prefix):
+            out.setdefault(r["sweep_dir"], []).append(r)
     return out
 
 
@@ -409,6 +409,52 @@ def start_up_shared_against_per_trial() -> str:
         f"2 CPU cores; the embedded default takes {span(cpu_walls[0], '.1f')} s instead of "
         f"{span(cpu_walls[1], '.1f')} s"
     )
+
+
+# --- --find-max-batch on an H200 (docs/results/h200-max-batch) ---
+
+
+def max_batch_probes() -> list[dict]:
+    """The search's probe trials, in the order it ran them (probes-1, probes-2, ...)."""
+    probes = [r for r in summary("h200-max-batch") if r["sweep_dir"].startswith("max_batch/probes-")]
+    return sorted(probes, key=lambda r: int(r["sweep_dir"].rsplit("-", 1)[1]))
+
+
+@figure("h200-max-batch-probes")
+def h200_max_batch_probes() -> str:
+    body = []
+    for i, r in enumerate(max_batch_probes(), 1):
+        fits = r["status"] == "completed"
+        memory, speed = (f"{r['peak_mem_gib']:.1f}", f"{r['throughput']:.0f}") if fits else ("-", "-")
+        body.append([str(i), str(r["micro_batch_per_worker"]), "fits" if fits else "out of memory", memory, speed])
+    return table(["probe", "micro batch", "outcome", "peak memory (GiB)", "samples/s"], body, "rrlrr")
+
+
+@figure("h200-max-batch-verdict")
+def h200_max_batch_verdict() -> str:
+    probes = max_batch_probes()
+    fits = {r["micro_batch_per_worker"]: r for r in probes if r["status"] == "completed"}
+    edge = max(fits)
+    first_oom = min(
+        r["micro_batch_per_worker"] for r in probes if r["status"] == "oom" and r["micro_batch_per_worker"] > edge
+    )
+    (trial,) = [r for r in summary("h200-max-batch") if r["sweep_dir"] == "."]
+    smallest = min(fits)
+    return (
+        f"**largest micro batch {edge}** (first out of memory at\n{first_oom}, within the 256-sample resolution), "
+        f"peak {fits[edge]['peak_mem_gib']:.1f} GiB. The grid `[{smallest}]` clipped to the edge\nbecame "
+        f"`[{trial['micro_batch_per_worker']}]`, and the sweep's trial there trained {trial['throughput']:.0f} "
+        f"samples/s (step {trial['step_time_ms']:.0f} ms), MFU {trial['mfu']:.1%},\n"
+        f"{trial['joules_per_sample']:.3f} J/sample. Peak memory grows linearly, "
+        f"{fits[edge]['peak_mem_gib'] / edge:.4f} GiB per sample; throughput is flat from {smallest}\n"
+        f"({fits[smallest]['throughput']:.0f} samples/s) to {edge} ({trial['throughput']:.0f})"
+    )
+
+
+@figure("h200-max-batch-probe-times")
+def h200_max_batch_probe_times() -> str:
+    probes = max_batch_probes()
+    return f"{len(probes)} probes of {span([r['trial_wall_s'] for r in probes], '.0f')} s each"
 
 
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---

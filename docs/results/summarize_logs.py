@@ -1,0 +1,186 @@
+"""Writes an experiment's figures from the terminal output and logs it committed into one long table: one
+row per figure, so that the logs themselves can leave the tree (git history keeps them) and the docs'
+figures are rendered from the table (``python docs/render.py``).
+
+    PYTHONPATH=. python docs/results/summarize_logs.py docs/results/<experiment> [--out summary.csv]
+
+Columns: ``source`` (the log, relative to the experiment, without ``.log``), ``record`` (which run, trial,
+round or line of it), ``quantity`` and ``value`` (a number). What it reads, line by line:
+
+* a JSON object (a bench's or probe's result; nested objects flattened as ``outer.inner``), its record the
+  text before it on the line, else its ``mode``/``eager``/``round`` field, else its line number;
+* ``docs/results/cpu-early-group/ab.sh``'s table: ``base 1 ... exited 67.2 s after launch``, each arm's
+  ``metric: median m (lo-hi) runs [...]`` (quantities ``metric``, ``metric median/min/max``; records
+  ``base 1``, ``base 2``, ... for the runs) and ``paired metric, base - new: [...]`` (record ``base - new 1``, ...);
+* ``python -m raysweep.tune``'s closing trial table (record: the trial id) and its line
+  ``N trials in X s; duty cycle D (F from launch), median setup S s``;
+* a name and its seconds, ``import torch   4.73 s`` (the cold-process floor), or a stage's
+  ``median  low-high`` (the readers' stage tables);
+* ``label number [unit]`` pairs separated by commas (``import ray 0.9 s, ray.init 5.8 s, ready 16.1 s after``),
+  a line's leading words its record.
+Everything else (progress lines, Ray's and the workers' messages) is left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+from pathlib import Path
+
+NUMBER = r"-?\d+(?:\.\d+)?(?:e-?\d+)?"
+AB_RUN = re.compile(rf"^(?P<arm>base|new) (?P<run>\d+) rc=\d+ exited (?P<value>{NUMBER}) s after launch$")
+# an older ab.sh: "base (first setup_s, ...) per run: [(15.76, 0.6, ...), ...]" or "base {1: (26.78, ...), ...}"
+AB_ARM = re.compile(r"^(?P<arm>base|new)(?: \((?P<names>[^)]*)\) per run: (?P<tuples>\[.*\])| (?P<keyed>\{.*\}))?$")
+OLD_AB_NAMES = "first setup_s, second setup_s, wall_s, duty_cycle"
+RANGE = rf"(?P<median>{NUMBER}) \(?(?P<low>{NUMBER})-(?P<high>{NUMBER})\)?"
+AB_METRIC = re.compile(rf"^\s+(?P<metric>.+?): median {RANGE}(?: runs (?P<runs>\[.*\]))?$")
+AB_PAIRED = re.compile(r"^paired (?P<metric>.+?),? base - new: (?P<runs>\[.*\])$")
+SWEEP_END = re.compile(
+    rf"^(?P<trials>\d+) trials in (?P<wall>{NUMBER}) s; duty cycle (?P<duty>{NUMBER})"
+    rf"(?: \((?P<launch>{NUMBER}) from launch\))?, median setup (?P<setup>{NUMBER}) s"
+)
+NAMED_SECONDS = re.compile(rf"^(?P<name>[A-Za-z][\w .,+/()'-]*?)\s{{2,}}(?P<value>{NUMBER})(?: s)?$")
+STAGE = re.compile(
+    rf"^(?P<name>[A-Za-z][\w .,+/()'-]*?)\s{{2,}}(?P<median>{NUMBER})\s+(?P<low>{NUMBER})-(?P<high>{NUMBER})$"
+)
+PART = re.compile(rf"^(?P<head>[A-Za-z][\w .'/+:-]*? |)(?P<value>{NUMBER})(?: (?P<unit>s|bytes|ms|GiB))?(?: after)?$")
+
+
+def numbers(listed: str | None) -> list[float]:
+    """``[0.361, 0.337]`` or, as an older ab.sh printed them, ``[np.float64(18.095), ...]``."""
+    return [float(x) for x in re.findall(NUMBER, re.sub(r"np\.float64\((.*?)\)", r"\1", listed or ""))]
+
+
+def flatten(obj: dict, prefix: str = "") -> list[tuple[str, float]]:
+    out = []
+    for key, value in obj.items():
+        if isinstance(value, dict):
+            out += flatten(value, f"{prefix}{key}.")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out.append((f"{prefix}{key}", value))
+        elif isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+            out += [(f"{prefix}{key}[{i}]", v) for i, v in enumerate(value)]
+    return out
+
+
+def json_rows(line: str, number: int) -> list[tuple[str, str, float]] | None:
+    start = line.find("{")
+    if start < 0 or not line.rstrip().endswith("}"):
+        return None
+    try:
+        obj = json.loads(line[start:])
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    record = line[:start].strip()
+    for key in ("mode", "eager", "round"):
+        if not record and key in obj:
+            record = f"{key} {obj[key]}"
+    record = f"{record} (line {number})" if record else f"line {number}"
+    return [(record, quantity, value) for quantity, value in flatten(obj)]
+
+
+def labelled_values(line: str) -> list[tuple[str, str, float]]:
+    """``plain  import ray 0.9 s, ray.init 5.8 s, ready 16.1 s after`` (record: the first word) or
+    ``after a thread: 67108864 bytes, 2.59 s`` (record: before the colon; quantities: the units)."""
+    parts = [PART.match(part.strip()) for part in line.strip().split(", ")]
+    if not all(parts) or not parts[0]["head"]:
+        return []
+    head = parts[0]["head"].strip()
+    if head.endswith(":"):
+        return [(head[:-1], part["unit"] or "value", float(part["value"])) for part in parts]
+    record, _, first = head.partition(" ") if len(parts) > 1 else ("", "", head)
+    first = first.strip()
+    labels = [first or record, *(part["head"].strip() for part in parts[1:])]
+    return [(record or "line", label, float(part["value"])) for label, part in zip(labels, parts)]
+
+
+def trial_table(lines: list[str], i: int) -> tuple[list[tuple[str, str, float]], int]:
+    """The rows of the CLI's closing table that starts at line i (its header), and the line after it."""
+    header = lines[i].split()
+    rows, j = [], i + 2  # past the header and its rule
+    while j < len(lines) and lines[j].strip():
+        cells = lines[j].split()
+        if len(cells) == len(header):
+            for name, text in zip(header[1:], cells[1:]):
+                if re.fullmatch(NUMBER, text):
+                    rows.append((cells[0], name, float(text)))
+        j += 1
+    return rows, j
+
+
+def rows_of(text: str) -> list[tuple[str, str, float]]:
+    rows: list[tuple[str, str, float]] = []
+    lines = text.splitlines()
+    arm, i = None, 0
+    while i < len(lines):
+        line = lines[i].rstrip()
+        i += 1
+        if not line.strip() or "pid=" in line:
+            continue
+        if line.startswith("trial_id ") and "status" in line:
+            found, i = trial_table(lines, i - 1)
+            rows += found
+            continue
+        if (found := json_rows(line, i)) is not None:
+            rows += found
+            continue
+        if m := AB_RUN.match(line):
+            rows.append((f"{m['arm']} {m['run']}", "exited after launch", float(m["value"])))
+        elif m := AB_ARM.match(line):
+            arm = m["arm"]
+            names = (m["names"] or OLD_AB_NAMES).split(", ")
+            tuples = re.findall(r"\(([^)]*)\)", m["tuples"] or m["keyed"] or "")
+            for run, values in enumerate(tuples, 1):
+                rows += [(f"{arm} {run}", name, value) for name, value in zip(names, numbers(values))]
+        elif (m := AB_METRIC.match(line)) and arm:
+            for stat in ("median", "low", "high"):
+                rows.append((arm, f"{m['metric']} {stat}", float(m[stat])))
+            for run, value in enumerate(numbers(m["runs"]), 1):
+                rows.append((f"{arm} {run}", m["metric"], float(value)))
+        elif m := AB_PAIRED.match(line):
+            for run, value in enumerate(numbers(m["runs"]), 1):
+                rows.append((f"base - new {run}", m["metric"], float(value)))
+        elif m := SWEEP_END.match(line):
+            for name in ("trials", "wall", "duty", "launch", "setup"):
+                if m[name] is not None:
+                    quantity = {"wall": "wall_s", "duty": "duty_cycle", "launch": "duty_cycle_from_launch"}
+                    quantity |= {"setup": "median_setup_s"}
+                    rows.append(("sweep", quantity.get(name, name), float(m[name])))
+        elif m := STAGE.match(line):
+            for stat in ("median", "low", "high"):
+                rows.append((m["name"].strip(), stat, float(m[stat])))
+        elif m := NAMED_SECONDS.match(line):
+            rows.append((f"line {i}", m["name"].strip(), float(m["value"])))
+        elif pairs := labelled_values(line):
+            rows += [(f"{record} (line {i})", quantity, value) for record, quantity, value in pairs]
+    return rows
+
+
+def summarize(experiment: Path, out: str = "summary.csv") -> Path:
+    logs = sorted(p for pattern in ("*.log", "*.jsonl") for p in experiment.rglob(pattern))
+    path = experiment / out
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["source", "record", "quantity", "value"])
+        for log in logs:
+            source = log.relative_to(experiment).with_suffix("").as_posix()
+            writer.writerows((source, *row) for row in rows_of(log.read_text(errors="replace")))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("experiments", nargs="+", type=Path)
+    parser.add_argument("--out", default="summary.csv", help="its name in the experiment (default: summary.csv)")
+    args = parser.parse_args(argv)
+    for experiment in args.experiments:
+        print(summarize(experiment, args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -51,6 +51,17 @@ def summary(experiment: str) -> list[dict]:
         return [{k: number(v) for k, v in row.items()} for row in csv.DictReader(f)]
 
 
+def measures(experiment: str, name: str = "summary.csv") -> dict[tuple[str, str, str], float]:
+    """A long summary (``summarize_logs.py``: source, record, quantity, value) keyed by its first three columns."""
+    with open(RESULTS / experiment / name, newline="") as f:
+        return {(r["source"], r["record"], r["quantity"]): float(r["value"]) for r in csv.DictReader(f)}
+
+
+def measured(experiment: str, source: str, quantity: str, name: str = "summary.csv") -> list[float]:
+    """Every value of ``quantity`` in one log of a long summary, in the log's order."""
+    return [v for (src, _, q), v in measures(experiment, name).items() if src == source and q == quantity]
+
+
 def number(text: str) -> object:
     if text == "":
         return None
@@ -455,6 +466,123 @@ def h200_max_batch_verdict() -> str:
 def h200_max_batch_probe_times() -> str:
     probes = max_batch_probes()
     return f"{len(probes)} probes of {span([r['trial_wall_s'] for r in probes], '.0f')} s each"
+
+
+# --- engines on one H200 (docs/results/h200-engine-1gpu) and the sweep economy (docs/results/h200-duty-cycle) ---
+
+
+def engine_trials() -> dict[str, dict]:
+    names = {("deepspeed", 0, True): "DeepSpeed ZeRO-0", ("deepspeed", 3, True): "DeepSpeed ZeRO-3"}
+    names |= {("fsdp", 0, True): "FSDP2, reshard after forward", ("fsdp", 0, False): "FSDP2, no reshard"}
+    trials = sorted(summary("h200-engine-1gpu"), key=lambda r: r["started_at"])
+    return {names[r["engine"], r["zero_stage"], r["reshard_after_forward"]]: r for r in trials}
+
+
+@figure("h200-engine-1gpu")
+def h200_engine_1gpu() -> str:
+    body = [
+        [
+            name,
+            f"{r['throughput']:.0f}",
+            f"{r['step_time_ms']:.1f}",
+            f"{r['peak_mem_gib']:.2f}",
+            f"{r['mfu']:.1%}",
+            f"{r['joules_per_sample']:.3f}",
+            f"{r['setup_s']:.1f}",
+        ]
+        for name, r in engine_trials().items()
+    ]
+    header = ["engine", "samples/s", "step (ms)", "peak memory (GiB)", "MFU", "J/sample", "setup (s)"]
+    return table(header, body, "lrrrrrr")
+
+
+@figure("h200-engine-1gpu-costs")
+def h200_engine_1gpu_costs() -> str:
+    trials = engine_trials()
+    zero0, zero3 = trials["DeepSpeed ZeRO-0"], trials["DeepSpeed ZeRO-3"]
+    fsdp = [r for name, r in trials.items() if name.startswith("FSDP2")]
+    return (
+        f"FSDP2 is {span([r['throughput'] / zero0['throughput'] for r in fsdp], '.2f')}x\nZeRO-0 and the cheapest "
+        f"per sample ({min(r['joules_per_sample'] for r in trials.values()):.3f} J); ZeRO-3's parameter gathers "
+        f"and hooks run even\nwith one rank and cost {zero3['step_time_ms'] / zero0['step_time_ms']:.1f}x the step "
+        f"time and {zero3['peak_mem_gib'] - zero0['peak_mem_gib']:.1f} GiB more memory"
+    )
+
+
+@figure("engines-and-max-batch")
+def engines_and_max_batch() -> str:
+    trials = engine_trials()
+    fsdp = [r for name, r in trials.items() if name.startswith("FSDP2")]
+    zero0, zero3 = trials["DeepSpeed ZeRO-0"], trials["DeepSpeed ZeRO-3"]
+    probes = max_batch_probes()
+    fits = {r["micro_batch_per_worker"]: r for r in probes if r["status"] == "completed"}
+    edge = max(fits)
+    first_oom = min(
+        r["micro_batch_per_worker"] for r in probes if r["status"] == "oom" and r["micro_batch_per_worker"] > edge
+    )
+    (trial,) = [r for r in summary("h200-max-batch") if r["sweep_dir"] == "."]
+    return (
+        f"`docs/results/h200-engine-1gpu/`: on one H200 at micro batch 128, FSDP2 "
+        f"{span([r['throughput'] for r in fsdp], '.0f')} samples/s\n({span([r['peak_mem_gib'] for r in fsdp], '.1f')} "
+        f"GiB, {span([r['joules_per_sample'] for r in fsdp], '.2f')} J/sample), DeepSpeed ZeRO-0 "
+        f"{zero0['throughput']:.0f} ({zero0['peak_mem_gib']:.1f} GiB, {zero0['joules_per_sample']:.2f} J), ZeRO-3 "
+        f"{zero3['throughput']:.0f} ({zero3['peak_mem_gib']:.1f} GiB, {zero3['joules_per_sample']:.2f} J).\n"
+        f"`docs/results/h200-max-batch/`: `--find-max-batch` finds micro batch {edge} the largest that fits\n"
+        f"ViT-B/16 at 224 px in bf16 ({fits[edge]['peak_mem_gib']:.1f} GiB; {first_oom} does not), "
+        f"{trial['throughput']:.0f} samples/s there against {fits[min(fits)]['throughput']:.0f} at {min(fits)}."
+    )
+
+
+@figure("h200-duty-cycle")
+def h200_duty_cycle() -> str:
+    rows = sorted(summary("h200-duty-cycle"), key=lambda r: r["micro_batch_per_worker"])
+    body = [
+        [
+            str(r["micro_batch_per_worker"]),
+            f"{r['throughput']:.0f}",
+            f"{r['step_time_ms']:.1f}",
+            f"{r['peak_mem_gib']:.2f}",
+            f"{r['mfu']:.1%}",
+            f"{r['joules_per_sample']:.3f}",
+            f"{r['setup_s']:.1f}",
+            f"{r['teardown_s']:.2f}",
+            f"{r['timed_s']:.1f}",
+        ]
+        for r in rows
+    ]
+    header = ["micro batch", "samples/s", "step (ms)", "peak memory (GiB)", "MFU", "J/sample", "setup (s)"]
+    return table([*header, "teardown (s)", "timed (s)"], body, "rrrrrrrrr")
+
+
+@figure("h200-duty-cycle-economy")
+def h200_duty_cycle_economy() -> str:
+    economy = json.loads((RESULTS / "h200-duty-cycle" / "sweep.json").read_text())["economy"]
+    rows = summary("h200-duty-cycle")
+    setups, teardowns = [r["setup_s"] for r in rows], [r["teardown_s"] for r in rows]
+    return (
+        f"Sweep wall time {economy['wall_s']:.1f} s; **duty cycle {economy['duty_cycle']:.3f}** (timed GPU-seconds "
+        f"over wall time, `sweep.json`'s\n`economy`); median setup {statistics.median(setups):.1f} s "
+        f"(range {span(setups, '.1f')}), teardown {span(teardowns, '.1f')} s."
+    )
+
+
+@figure("h200-duty-cycle-floor")
+def h200_duty_cycle_floor() -> str:
+    floors = [
+        {q: v for (src, _, q), v in measures("h200-duty-cycle", "summary-logs.csv").items() if src == run}
+        for run in ("floor1", "floor2")
+    ]
+
+    def step(after: str, before: str) -> str:
+        return span([f[after] - f[before] for f in floors], ".1f")
+
+    return (
+        f"first step at {' s and '.join(format(f['first step'], '.1f') for f in floors)} s "
+        f"(import torch {' / '.join(format(f['import torch'], '.1f') for f in floors)} s, timm\n"
+        f"+{step('import timm', 'cuda context')} s, DeepSpeed +{step('import deepspeed', 'import timm')} s, "
+        f"ray.train.torch +{step('import ray.train.torch', 'import deepspeed')} s, `deepspeed.initialize` "
+        f"+{step('deepspeed.initialize', 'model on device')} s)"
+    )
 
 
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---

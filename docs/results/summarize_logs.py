@@ -12,6 +12,9 @@ round or line of it), ``quantity`` and ``value`` (a number). What it reads, line
 * ``docs/results/cpu-early-group/ab.sh``'s table: ``base 1 ... exited 67.2 s after launch``, each arm's
   ``metric: median m (lo-hi) runs [...]`` (quantities ``metric``, ``metric median/min/max``; records
   ``base 1``, ``base 2``, ... for the runs) and ``paired metric, base - new: [...]`` (record ``base - new 1``, ...);
+* a run script's economy line (``table.txt``): ``new1 setup_s [5.66, 0.37] teardown_s [...] wall_s 81.1 duty 0.877 |
+  launch to first step 31.0 ... | first trial's phases {...}`` (record: the run's tag; a list's items as
+  ``setup_s[0]``, ``setup_s[1]``, ...), or ``first1 trial 0 mb 64 img/s 2026.1 ...`` (record: the tag and line);
 * ``python -m raysweep.tune``'s closing trial table (record: the trial id) and its line
   ``N trials in X s; duty cycle D (F from launch), median setup S s``;
 * a name and its seconds, ``import torch   4.73 s`` (the cold-process floor), or a stage's
@@ -83,6 +86,29 @@ def json_rows(line: str, number: int) -> list[tuple[str, str, float]] | None:
     return [(record, quantity, value) for quantity, value in flatten(obj)]
 
 
+ECONOMY = re.compile(r"^(?P<tag>\w+) (?P<rest>(?:setup_s \[|trial \d|b\d+ ).*)$")
+KEY_VALUE = re.compile(rf"(?P<key>[A-Za-z][\w/' ]*?) (?P<value>\[[^\]]*\]|\{{.*\}}|{NUMBER})(?= |$)")
+
+
+def economy_rows(line: str, number: int) -> list[tuple[str, str, float]]:
+    """A run script's economy line: its tag, then ``key value`` pairs, lists and one JSON object among them."""
+    m = ECONOMY.match(line.strip())
+    if not m:
+        return []
+    record = m["tag"] if "setup_s [" in line else f"{m['tag']} (line {number})"
+    rows = []
+    for piece in m["rest"].split(" | "):
+        for kv in KEY_VALUE.finditer(piece.strip()):
+            key, value = kv["key"].strip(), kv["value"]
+            if value.startswith("{"):
+                rows += [(record, f"{key}.{q}", v) for q, v in flatten(json.loads(value))]
+            elif value.startswith("["):
+                rows += [(record, f"{key}[{i}]", v) for i, v in enumerate(numbers(value))]
+            else:
+                rows.append((record, key, float(value)))
+    return rows
+
+
 def labelled_values(line: str) -> list[tuple[str, str, float]]:
     """``plain  import ray 0.9 s, ray.init 5.8 s, ready 16.1 s after`` (record: the first word) or
     ``after a thread: 67108864 bytes, 2.59 s`` (record: before the colon; quantities: the units)."""
@@ -125,6 +151,9 @@ def rows_of(text: str) -> list[tuple[str, str, float]]:
             found, i = trial_table(lines, i - 1)
             rows += found
             continue
+        if found := economy_rows(line, i):
+            rows += found
+            continue
         if (found := json_rows(line, i)) is not None:
             rows += found
             continue
@@ -161,13 +190,13 @@ def rows_of(text: str) -> list[tuple[str, str, float]]:
 
 
 def summarize(experiment: Path, out: str = "summary.csv") -> Path:
-    logs = sorted(p for pattern in ("*.log", "*.jsonl") for p in experiment.rglob(pattern))
+    logs = sorted(p for pattern in ("*.log", "*.jsonl", "table.txt") for p in experiment.rglob(pattern))
     path = experiment / out
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["source", "record", "quantity", "value"])
         for log in logs:
-            source = log.relative_to(experiment).with_suffix("").as_posix()
+            source = log.relative_to(experiment).with_suffix("").as_posix()  # call1/base1, call1/table
             writer.writerows((source, *row) for row in rows_of(log.read_text(errors="replace")))
     return path
 

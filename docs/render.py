@@ -585,6 +585,181 @@ def h200_duty_cycle_floor() -> str:
     )
 
 
+# --- issue 13's sweep on H200 hosts, each run's economy line from its run script (call*/table.txt) ---
+
+
+def economy_runs(experiment: str) -> dict[str, dict]:
+    """Each run's economy line in ``experiment``'s long summary: tag -> quantity -> value, plus its ``call``."""
+    runs: dict[str, dict] = {}
+    for (source, record, quantity), value in measures(experiment).items():
+        if source == "table" or source.endswith("/table"):
+            run = runs.setdefault(record, {"call": source.split("/")[0] if "/" in source else ""})
+            run[quantity] = value
+    return runs
+
+
+def setups(run: dict, key: str = "setup_s") -> list[float]:
+    return [run[f"{key}[{i}]"] for i in range(3)]
+
+
+EARLY_GROUP_HOSTS = {"call1": "C", "call2": "D", "call3": "E", "call4": "F"}
+EARLY_GROUP_NOTES = {"new1": " (no import thread)", "new5": " (no run of the code before)"}
+
+
+def early_group_pairs() -> list[tuple[dict, dict]]:
+    """Each NEW run with the BASE run of its host (call)."""
+    runs = economy_runs("h200-early-group")
+    base = {r["call"]: r for tag, r in runs.items() if tag.startswith("base")}
+    return [(base[r["call"]], r) for tag, r in runs.items() if tag.startswith("new") and r["call"] in base]
+
+
+@figure("h200-early-group")
+def h200_early_group() -> str:
+    body = []
+    runs = economy_runs("h200-early-group")
+    for tag, r in sorted(runs.items(), key=lambda item: (item[1]["call"], not item[0].startswith("base"), item[0])):
+        bold = "**{}**" if tag.startswith("new") and r["call"] != "call4" else "{}"
+        first, *later = setups(r)
+        body.append(
+            [
+                f"{EARLY_GROUP_HOSTS[r['call']]} ({r['call'][-1]})",
+                tag + EARLY_GROUP_NOTES.get(tag, ""),
+                bold.format(f"{first:.2f}"),
+                listed(later, ".2f"),
+                f"{r['launch to first trial']:.1f}",
+                bold.format(f"{r['launch to first step']:.1f}"),
+                bold.format(f"{r['launch to end']:.1f}"),
+                bold.format(f"{r['duty']:.3f}"),
+                f"{r['duty from launch']:.3f}",
+            ]
+        )
+    header = ["host (call)", "run", "first trial `setup_s`", "later `setup_s`", "launch to first trial"]
+    header += ["launch to first step", "launch to last end", "duty cycle", "duty cycle from launch"]
+    return table(header, body, "llrrrrrrr")
+
+
+def early_group_gains(key: str, fmt: str, higher_is_better: bool = False) -> str:
+    sign = 1 if higher_is_better else -1
+    return span([sign * (new[key] - base[key]) for base, new in early_group_pairs()], fmt)
+
+
+@figure("h200-early-group-gains")
+def h200_early_group_gains() -> str:
+    runs = economy_runs("h200-early-group")
+    pairs = early_group_pairs()
+    first_setup = span([base["setup_s[0]"] - new["setup_s[0]"] for base, new in pairs], ".1f")
+    timed = [r["timed_s[0]"] for r in runs.values()]
+    by_call: dict[str, list[float]] = {}
+    for r in runs.values():
+        by_call.setdefault(r["call"], []).append(r["timed_s[0]"])
+    spread = max(max(v) - min(v) for v in by_call.values())
+    whole = [r for tag, r in runs.items() if tag in ("new2", "new3", "new4")]  # the whole change, beside a BASE run
+    base = [r for tag, r in runs.items() if tag.startswith("base")]
+
+    def against(key: str, fmt: str, unit: str = "") -> str:
+        new_values, base_values = [r[key] for r in whole], [r[key] for r in base]
+        return (
+            f"{statistics.median(new_values):{fmt}}{unit} ({span(new_values, fmt)}) against "
+            f"{statistics.median(base_values):{fmt}}{unit} ({span(base_values, fmt)})"
+        )
+
+    later = [v for r in runs.values() for v in setups(r)[1:]]
+    teardown = max(v for r in runs.values() for v in setups(r, "teardown_s"))
+    duty_new = [r["duty"] for r in whole]
+    duty_base = [r["duty"] for r in base]
+    return (
+        f"the first trial's `setup_s` by {first_setup} s,\nits first step from launch by "
+        f"{early_group_gains('launch to first step', '.1f')} s, the sweep from launch to end by "
+        f"{early_group_gains('launch to end', '.1f')} s (part of it the first\ntrial's timed training, "
+        f"{span(timed, '.1f')} s, which varies by up to {spread:.0f} s between runs of one host), the duty cycle\n"
+        f"by {early_group_gains('duty', '.2f', higher_is_better=True)}. Medians of the whole change (new2, new3, new4) "
+        f"against the three BASE runs: duty cycle\n**{statistics.median(duty_new):.3f}** ({span(duty_new, '.3f')}) "
+        f"against {statistics.median(duty_base):.3f} ({span(duty_base, '.3f')}); from launch "
+        f"{against('duty from launch', '.3f')}; first trial {against('setup_s[0]', '.2f', ' s')}. "
+        f"Later trials' `setup_s`\n({span(later, '.2f')} s) and `teardown_s` (<= {teardown:.3f} s)"
+    )
+
+
+def joined(runs: list[dict], key: str, fmt: str) -> str:
+    return ", ".join(format(r[key], fmt) for r in runs)
+
+
+@figure("h200-early-group-by-host")
+def h200_early_group_by_host() -> str:
+    runs = economy_runs("h200-early-group")
+    body = []
+    for call in ("call1", "call2", "call3"):
+        host = EARLY_GROUP_HOSTS[call]
+        of_call = [(tag, r) for tag, r in runs.items() if r["call"] == call]
+        for before in (True, False):
+            group = [r for tag, r in of_call if tag.startswith("base") == before]
+            if before:
+                label, bold = f"{host}: before{' (ab556b5)' if call == 'call1' else ''}", "{}"
+            else:
+                whole = call != "call1"
+                label = f"{host}: change" + ("" if whole else " without the import thread")
+                bold = "**{}**" if whole else "{}"
+
+            body.append(
+                [
+                    label,
+                    bold.format(joined(group, "setup_s[0]", ".2f") + " s"),
+                    bold.format(joined(group, "launch to first step", ".1f") + " s"),
+                    bold.format(joined(group, "launch to end", ".1f") + " s"),
+                    bold.format(joined(group, "duty", ".3f")),
+                    joined(group, "duty from launch", ".3f"),
+                ]
+            )
+    header = ["host: run", "first trial's `setup_s`", "its first step from launch", "launch to last end"]
+    return table([*header, "duty cycle (issue 13's)", "duty cycle from launch"], body, "lrrrrr")
+
+
+@figure("h200-early-group-margins")
+def h200_early_group_margins() -> str:
+    return (
+        f"the first step from launch by {early_group_gains('launch to first step', '.1f')} s,\nthe sweep from "
+        f"launch to end by {early_group_gains('launch to end', '.1f')} s, the duty cycle by "
+        f"{early_group_gains('duty', '.2f', higher_is_better=True)}"
+    )
+
+
+@figure("h200-train-torch-ready")
+def h200_train_torch_ready() -> str:
+    by_mode: dict[str, list[float]] = {}
+    for (source, record, quantity), value in measures("h200-early-group").items():
+        if source == "call2/overlap" and quantity == "ready":
+            by_mode.setdefault(record.split(" ")[0], []).append(value)
+    return f"{span(by_mode['thread'], '.1f')} s after\n`import ray` instead of {span(by_mode['plain'], '.1f')} s"
+
+
+@figure("h200-first-step-sooner")
+def h200_first_step_sooner() -> str:
+    return early_group_gains("launch to first step", ".0f")
+
+
+# the sweeps of the code since the first group starts with Ray, on H200 hosts
+SINCE_EARLY_GROUP = {
+    "h200-early-group": ("new2", "new3", "new4", "new5"),
+    "h200-device-warm": None,
+    "h200-torch-free-controller": None,
+    "h200-rank-preload": None,
+}
+
+
+@figure("h200-duty-cycles-since-early-group")
+def h200_duty_cycles_since_early_group() -> str:
+    runs = [
+        r
+        for experiment, tags in SINCE_EARLY_GROUP.items()
+        for tag, r in economy_runs(experiment).items()
+        if tags is None or tag in tags
+    ]
+    return (
+        f"{span([r['duty'] for r in runs], '.2f')} of the time from the first trial's start,\ndepending on the host "
+        f"({span([r['duty from launch'] for r in runs], '.2f')} from launch"
+    )
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

@@ -760,6 +760,100 @@ def h200_duty_cycles_since_early_group() -> str:
     )
 
 
+# --- issue 13's figures side by side (docs/performance.md, section 3) ---
+
+
+def ab_runs(experiment: str, arm: str, metric: str, source: str = "ab") -> list[float]:
+    """One arm's per-run values of an ab.sh metric, from the experiment's long summary."""
+    values = measures(experiment)
+    runs = []
+    while (source, f"{arm} {len(runs) + 1}", metric) in values:
+        runs.append(values[source, f"{arm} {len(runs) + 1}", metric])
+    return runs
+
+
+def median_of(values: list[float], fmt: str, unit: str = "", bold: bool = False) -> str:
+    median = f"{statistics.median(values):{fmt}}{unit}"
+    return f"{f'**{median}**' if bold else median} ({span(values, fmt)})"
+
+
+@figure("issue-13-targets")
+def issue_13_targets() -> str:
+    before_h200 = shared_modes("h200-shared-workers")[1]
+    at_8fca4fc = [r for tag, r in economy_runs("h200-torch-free-controller").items() if tag.startswith("new")]
+    at_8fca4fc += [economy_runs("h200-rank-preload")["mid1"]]
+    cache = cache_sweeps(True)
+    cache_later = [v for r in cache for v in json.loads(r["later_setup_s"])]
+    before_cpu = shared_modes("cpu-shared-workers")[1]
+    cpu_economies = [economy("cpu-shared-workers", name) for name in before_cpu]
+
+    def cpu_now(metric: str, fmt: str, unit: str = "", bold: bool = False) -> str:
+        return median_of(ab_runs("cpu-rank-preload", "base", metric), fmt, unit, bold)
+
+    h200_later = [v for values in later_setups(before_h200) for v in values]
+    rows = [
+        [
+            "later trials' `setup_s`",
+            median_of(h200_later, ".1f", " s"),
+            median_of([v for r in at_8fca4fc for v in setups(r)[1:]], ".2f", " s", bold=True),
+            median_of(cache_later, ".2f", " s", bold=True),
+            "<= 5 s",
+            span([statistics.median(v) for v in later_setups(before_cpu)], ".1f") + " s",
+            cpu_now("second setup_s", ".2f", " s", bold=True),
+            "<= 6 s",
+        ],
+        [
+            "`teardown_s`",
+            span([r["teardown_s"] for trials in before_h200.values() for r in trials], ".2f") + " s",
+            f"**<= {max(v for r in at_8fca4fc for v in setups(r, 'teardown_s')):.3f} s**",
+            f"**<= {max(r['max_teardown_s'] for r in cache):.3f} s**",
+            "<= 1 s",
+            span([r["teardown_s"] for trials in before_cpu.values() for r in trials], ".2f") + " s",
+            "not kept",
+            "<= 1 s",
+        ],
+        [
+            "first trial's `setup_s`",
+            "not kept",
+            median_of([r["setup_s[0]"] for r in at_8fca4fc], ".2f", " s"),
+            median_of([r["first_setup_s"] for r in cache], ".2f", " s"),
+            "",
+            span([trials[0]["setup_s"] for trials in before_cpu.values()], ".1f") + " s",
+            cpu_now("first setup_s", ".2f", " s"),
+            "",
+        ],
+        [
+            "duty cycle from the first trial",
+            listed(
+                [
+                    economy("h200-shared-workers", name)["duty_cycle"]
+                    for name in before_h200
+                    if len(before_h200[name]) == 3
+                ],
+                ".2f",
+            ),
+            median_of([r["duty"] for r in at_8fca4fc], ".3f"),
+            median_of([r["duty_cycle"] for r in cache], ".3f", bold=True),
+            ">= 0.85",
+            span([e["duty_cycle"] for e in cpu_economies], ".2f"),
+            cpu_now("duty_cycle", ".3f"),
+            "(at most 0.5: 1-CPU trials on 2 CPUs)",
+        ],
+        [
+            "duty cycle from the launch",
+            "not recorded",
+            "not recorded",
+            median_of([r["duty_cycle_from_launch"] for r in cache], ".3f"),
+            "",
+            "not recorded",
+            "not recorded",
+            "",
+        ],
+    ]
+    header = ["", "H200 before", "H200 at 8fca4fc", "H100, with the bytecode cache", "target"]
+    return table([*header, "2 CPU cores before", "2 CPU cores now", "target"], rows, "lrrrrrrr")
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

@@ -405,6 +405,59 @@ def h200_shared_workers() -> str:
     return table(["", "shared worker groups", "a Train run per trial"], rows, "lll")
 
 
+@figure("h200-shared-workers-side-by-side")
+def h200_shared_workers_side_by_side() -> str:
+    columns = []
+    for i, sweeps in enumerate(shared_modes("h200-shared-workers")):
+        every = [v for values in later_setups(sweeps) for v in values]
+        complete = [name for name, trials in sweeps.items() if len(trials) == 3]
+        median = f"median {statistics.median(every):.{2 if i == 0 else 1}f} s"
+        duty = listed([economy("h200-shared-workers", name)["duty_cycle"] for name in complete], ".2f")
+        columns.append(
+            [
+                f"{f'**{median}**' if i == 0 else median} ({span(every, '.2f' if i == 0 else '.1f')}, "
+                f"{len(every)} trials)",
+                listed([trials[0]["setup_s"] for trials in sweeps.values()], ".1f") + " s",
+                span([r["teardown_s"] for trials in sweeps.values() for r in trials], ".3f" if i == 0 else ".2f")
+                + " s",
+                listed([economy("h200-shared-workers", name)["wall_s"] for name in complete], ".1f") + " s",
+                f"**{duty}**" if i == 0 else duty,
+            ]
+        )
+    names = ["later trials' `setup_s`", "first trial's `setup_s`", "`teardown_s`", "sweep wall time", "**duty cycle**"]
+    header = ["", "shared worker groups (default)", "a Train run per trial (`--no-shared-workers`)"]
+    return table(header, [[name, *values] for name, *values in zip(names, *columns)], "lll")
+
+
+@figure("cpu-shared-workers-side-by-side")
+def cpu_shared_workers_side_by_side() -> str:
+    shared, per_trial = shared_modes("cpu-shared-workers")
+
+    def later(sweeps: dict[str, list[dict]], fmt: str) -> str:
+        values = later_setups(sweeps)
+        every = [v for run in values for v in run]
+        return f"{' and '.join(format(statistics.median(v), fmt) for v in values)} s ({span(every, fmt)})"
+
+    def each(sweeps: dict[str, list[dict]], key: str, fmt: str) -> str:
+        return listed([economy("cpu-shared-workers", name)[key] for name in sweeps], fmt)
+
+    def first(sweeps: dict[str, list[dict]]) -> str:
+        return listed([trials[0]["setup_s"] for trials in sweeps.values()], ".1f")
+
+    def teardown(sweeps: dict[str, list[dict]], fmt: str) -> str:
+        return span([r["teardown_s"] for trials in sweeps.values() for r in trials], fmt)
+
+    shared_later = later(shared, ".2f")
+    return (
+        f"later trials' `setup_s` median **{shared_later.split(' s ')[0]} s**\n{shared_later.split(' s ')[1]} "
+        f"against {later(per_trial, '.1f')}; first trial {first(shared)} s against {first(per_trial)} s;\n"
+        f"teardown {teardown(shared, '.3f')} s against {teardown(per_trial, '.2f')} s; sweep wall "
+        f"{each(shared, 'wall_s', '.1f')} s against {each(per_trial, 'wall_s', '.1f')} s; duty cycle\n"
+        f"{each(shared, 'duty_cycle', '.3f')} against "
+        f"{span([economy('cpu-shared-workers', name)['duty_cycle'] for name in per_trial], '.2f')}"
+    )
+
+
 @figure("start-up-shared-against-per-trial")
 def start_up_shared_against_per_trial() -> str:
     h200 = [later_setups(sweeps) for sweeps in shared_modes("h200-shared-workers")]

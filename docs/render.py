@@ -907,6 +907,241 @@ def issue_13_targets() -> str:
     return table([*header, "2 CPU cores before", "2 CPU cores now", "target"], rows, "lrrrrrrr")
 
 
+# --- A/B runs on 2 CPU cores (docs/results/cpu-early-group/ab.sh and its like): BASE against NEW, alternated ---
+
+Runs = Callable[[str], list[float]]  # an arm ("base" or "new") -> its per-run values, in run order
+
+
+def ab_metric(experiment: str, metric: str, source: str = "ab") -> Runs:
+    return lambda arm: ab_runs(experiment, arm, metric, source)
+
+
+def timeline_gap(experiment: str, start: str, end: str) -> Runs:
+    """Per run, seconds from one event of timeline.txt to another (runs tagged base-1, new-1, ...)."""
+
+    def runs(arm: str) -> list[float]:
+        events = measures(experiment)
+        out = []
+        while ("timeline", f"{arm}-{len(out) + 1}", end) in events:
+            tag = f"{arm}-{len(out) + 1}"
+            out.append(events["timeline", tag, end] - events["timeline", tag, start])
+        return out
+
+    return runs
+
+
+def base_minus_new(runs: Runs) -> list[float]:
+    """Each pair's BASE - NEW: as ab.sh printed it (from the unrounded figures) where it did, else from the runs."""
+    return runs("base - new") or [b - n for b, n in zip(runs("base"), runs("new"))]
+
+
+def signed(values: list[float], fmt: str) -> str:
+    return ", ".join(format(v if v != 0 else 0.0, fmt) for v in values)  # no "-0.00"
+
+
+def ab_cells(runs: Runs, fmt: str, unit: str = "", bold_new: bool = False) -> list[str]:
+    return [median_of(runs("base"), fmt, unit), median_of(runs("new"), fmt, unit, bold=bold_new)]
+
+
+def every_pair(values: list[float], more: str, fmt: str) -> str:
+    """``NEW faster in every pair, by 3.5-12.0`` where every pair agrees in sign; the docs claim no more."""
+    assert all(v > 0 for v in values) or all(v < 0 for v in values), values
+    return f"NEW {more} in every pair, by {span([abs(v) for v in values], fmt)}"
+
+
+def to_range(values: list[float], fmt: str) -> str:
+    return f"{min(values):{fmt}} to {max(values):{fmt}}"
+
+
+@figure("cpu-early-group")
+def cpu_early_group() -> str:
+    def metric(name: str) -> Runs:
+        return ab_metric("cpu-early-group", name)
+
+    first, duty = metric("first setup_s"), metric("duty_cycle")
+    step, end, launch_duty = metric("launch to first step"), metric("launch to end"), metric("duty from launch")
+    n = len(first("base"))
+    rows = [
+        [
+            "first trial's `setup_s`",
+            *ab_cells(first, ".1f", " s", True),
+            every_pair(base_minus_new(first), "faster", ".1f") + " s",
+        ],
+        ["second trial's `setup_s`", *ab_cells(metric("second setup_s"), ".2f", " s"), "within the spread"],
+        [
+            "duty cycle (issue 13's)",
+            *ab_cells(duty, ".3f", bold_new=True),
+            every_pair(base_minus_new(duty), "higher", ".2f"),
+        ],
+        [
+            "first step from launch",
+            *ab_cells(step, ".1f", " s"),
+            f"{to_range(base_minus_new(step), '+.1f')} s: no difference beyond the spread",
+        ],
+        [
+            "launch to last end",
+            *ab_cells(end, ".0f", " s"),
+            f"{to_range(base_minus_new(end), '+.0f')} s: none beyond the spread",
+        ],
+        [
+            "duty cycle from launch",
+            *ab_cells(launch_duty, ".3f"),
+            f"{span([-v for v in base_minus_new(launch_duty)], '.2f')}: none beyond the spread",
+        ],
+    ]
+    return table(["", f"BASE, {n} runs", f"NEW, {n} runs", "pairs"], rows, "llll")
+
+
+@figure("cpu-early-group-no-preload")
+def cpu_early_group_no_preload() -> str:
+    first = ab_metric("cpu-early-group", "first setup_s", "ab-no-preload")
+    duty = ab_metric("cpu-early-group", "duty_cycle", "ab-no-preload")
+    every_pair(base_minus_new(first), "faster", ".1f")
+    every_pair(base_minus_new(duty), "higher", ".3f")
+    return (
+        f"first trial {statistics.median(first('base')):.1f} -> {statistics.median(first('new')):.1f} s,\n"
+        f"duty cycle {statistics.median(duty('base')):.3f} -> {statistics.median(duty('new')):.3f}, every pair"
+    )
+
+
+def first_trial_rounds(source: str, fmt: str, ordered: bool) -> str:
+    diffs = measured("cpu-first-trial", source, "first-trial difference")
+    assert all(v > 0 for v in diffs), diffs  # the text says: every round faster
+    return f"{listed(sorted(diffs) if ordered else diffs, fmt)} s: every round faster"
+
+
+def cpu_first_trial(source: str, before: str, after: str, fmt: str, ordered: bool) -> str:
+    def metric(name: str) -> Runs:
+        return ab_metric("cpu-first-trial", name, source)
+
+    first = metric("first setup_s")
+    rows = [
+        [f"first trial's `setup_s`, median of {len(first('base'))}", *ab_cells(first, fmt, " s", True)],
+        ["first-trial difference, each round (before - after)", "", first_trial_rounds(source, fmt, ordered)],
+        ["second trial's `setup_s`", *ab_cells(metric("second setup_s"), ".2f", " s")],
+        ["sweep wall time", *ab_cells(metric("wall_s"), ".1f", " s")],
+        ["duty cycle", *ab_cells(metric("duty_cycle"), ".3f", bold_new=True)],
+    ]
+    return table(["", f"before ({before})", f"after ({after})"], rows, "lrr")
+
+
+@figure("cpu-first-trial")
+def cpu_first_trial_c7cca5e() -> str:
+    return cpu_first_trial("ab", "28ddd68", "c7cca5e", ".1f", ordered=True)
+
+
+@figure("cpu-first-trial-train-runs")
+def cpu_first_trial_f563bb2() -> str:
+    return cpu_first_trial("ab-train-runs", "8b2dea2", "f563bb2", ".2f", ordered=False)
+
+
+def paired_table(rows: list[tuple[str, Runs, str, str, bool, str | None]]) -> str:
+    """BASE, NEW and each pair's BASE - NEW; a row: label, its runs, format, unit, NEW in bold, the pairs' format."""
+    body = [
+        [label, *ab_cells(runs, fmt, unit, bold), signed(base_minus_new(runs), pairs) if pairs else ""]
+        for label, runs, fmt, unit, bold, pairs in rows
+    ]
+    return table(["", "BASE", "NEW", "paired BASE - NEW"], body, "lrrl")
+
+
+@figure("cpu-no-prestart")
+def cpu_no_prestart() -> str:
+    def metric(name: str) -> Runs:
+        return ab_metric("cpu-no-prestart", name)
+
+    return paired_table(
+        [
+            ("first trial's `setup_s`", metric("first setup_s"), ".1f", " s", False, "+.1f"),
+            ("launch to first step", metric("launch to first step"), ".1f", " s", False, "+.1f"),
+            ("duty cycle", metric("duty_cycle"), ".3f", "", False, None),
+            ("duty cycle from launch", metric("duty from launch"), ".3f", "", False, None),
+        ]
+    )
+
+
+@figure("cpu-rank-preload")
+def cpu_rank_preload() -> str:
+    def metric(name: str) -> Runs:
+        return ab_metric("cpu-rank-preload", name)
+
+    worker = timeline_gap("cpu-rank-preload", "process started: RayTrainWorker", "its first step")
+    return paired_table(
+        [
+            ("worker process start to the first step", worker, ".2f", " s", False, "+.2f"),
+            ("first trial's `setup_s`", metric("first setup_s"), ".2f", " s", False, "+.2f"),
+            ("second trial's `setup_s`", metric("second setup_s"), ".2f", " s", False, "+.2f"),
+            ("duty cycle", metric("duty_cycle"), ".3f", "", False, None),
+            ("launch to first step", metric("launch to first step"), ".1f", " s", False, "+.2f"),
+            ("duty cycle from launch", metric("duty from launch"), ".3f", "", False, None),
+        ]
+    )
+
+
+@figure("cpu-torch-free-controller")
+def cpu_torch_free_controller() -> str:
+    def metric(name: str) -> Runs:
+        return ab_metric("cpu-torch-free-controller", name)
+
+    controller = timeline_gap(
+        "cpu-torch-free-controller", "process started: TrainController", "process started: RayTrainWorker"
+    )
+    return paired_table(
+        [
+            ("Train's controller process start to the worker's", controller, ".2f", " s", True, "+.2f"),
+            ("first trial's `setup_s`", metric("first setup_s"), ".2f", " s", True, "+.2f"),
+            ("duty cycle", metric("duty_cycle"), ".3f", "", True, None),
+            ("launch to first step", metric("launch to first step"), ".1f", " s", False, "+.2f"),
+            ("duty cycle from launch", metric("duty from launch"), ".3f", "", False, None),
+        ]
+    )
+
+
+@figure("cpu-gc-freeze")
+def cpu_gc_freeze() -> str:
+    def metric(name: str) -> Runs:
+        return ab_metric("cpu-gc-freeze", name)
+
+    rows = [
+        (
+            "later trials' first step after the trial's start, on the rank (`setup_breakdown`), median of each sweep",
+            metric("later trials' first step (rank's clock)"),
+            ".3f",
+            " s",
+            True,
+            ".2f",
+        ),
+        ("second trial's `setup_s`", metric("second setup_s"), ".3f", " s", False, ".2f"),
+        ("first trial's `setup_s`", metric("first setup_s"), ".3g", " s", False, ".3g"),
+        ("duty cycle", metric("duty_cycle"), ".3f", "", False, ".2f"),
+    ]
+    body = [
+        [label, *ab_cells(runs, fmt, unit, bold), signed(base_minus_new(runs), pairs)]
+        for label, runs, fmt, unit, bold, pairs in rows
+    ]
+    return table(["", "BASE", "NEW", "BASE - NEW, per pair"], body, "lrrl")
+
+
+@figure("tried-preload")
+def tried_preload() -> str:
+    first = ab_metric("tried-preload", "first setup_s", "cpu-ab")
+    diffs = measured("tried-preload", "cpu-ab", "first-trial difference")
+    slower = sum(v < 0 for v in diffs)
+    rows = [
+        [
+            f"2 CPU cores, first trial's `setup_s`, {len(diffs)} alternated pairs (`cpu-ab.sh`, `cpu-ab.log`)",
+            median_of(first("base"), ".1f", " s", bold=True),
+            median_of(first("new"), ".1f", " s"),
+        ],
+        ["paired difference (without - with), s", "", f"{signed(diffs, '+.2f')}: slower in {slower} of {len(diffs)}"],
+        [
+            "H200, issue 13's `batch_grid`, first trial's `setup_s` (`h200-run.sh`, one pair that finished)",
+            f"{measured('tried-preload', 'h200-base1', 'setup_s')[0]:.2f} s",
+            f"{measured('tried-preload', 'h200-new2', 'setup_s')[0]:.2f} s",
+        ],
+    ]
+    return table(["", "without (f563bb2)", "with the preload"], rows, "lrr")
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

@@ -15,6 +15,8 @@ round or line of it), ``quantity`` and ``value`` (a number). What it reads, line
 * a run script's economy line (``table.txt``): ``new1 setup_s [5.66, 0.37] teardown_s [...] wall_s 81.1 duty 0.877 |
   launch to first step 31.0 ... | first trial's phases {...}`` (record: the run's tag; a list's items as
   ``setup_s[0]``, ``setup_s[1]``, ...), or ``first1 trial 0 mb 64 img/s 2026.1 ...`` (record: the tag and line);
+* ``timeline.py``'s process starts (``timeline.txt``): a run's header ``base-1: seconds after launch`` (its
+  tag the record), then ``14.82  process started: TrainController`` lines (the quantity: the rest of the line);
 * ``python -m raysweep.tune``'s closing trial table (record: the trial id) and its line
   ``N trials in X s; duty cycle D (F from launch), median setup S s``;
 * a name and its seconds, ``import torch   4.73 s`` (the cold-process floor), or a stage's
@@ -109,6 +111,10 @@ def economy_rows(line: str, number: int) -> list[tuple[str, str, float]]:
     return rows
 
 
+TIMELINE_RUN = re.compile(r"^(?P<tag>[\w-]+): (?:seconds after launch|CLI launch at)")
+TIMELINE_EVENT = re.compile(rf"^\s+(?P<value>{NUMBER})(?: s)?\s+(?P<event>\S.*)$")
+
+
 def labelled_values(line: str) -> list[tuple[str, str, float]]:
     """``plain  import ray 0.9 s, ray.init 5.8 s, ready 16.1 s after`` (record: the first word) or
     ``after a thread: 67108864 bytes, 2.59 s`` (record: before the colon; quantities: the units)."""
@@ -141,7 +147,7 @@ def trial_table(lines: list[str], i: int) -> tuple[list[tuple[str, str, float]],
 def rows_of(text: str) -> list[tuple[str, str, float]]:
     rows: list[tuple[str, str, float]] = []
     lines = text.splitlines()
-    arm, i = None, 0
+    arm, run, i = None, None, 0
     while i < len(lines):
         line = lines[i].rstrip()
         i += 1
@@ -150,6 +156,12 @@ def rows_of(text: str) -> list[tuple[str, str, float]]:
         if line.startswith("trial_id ") and "status" in line:
             found, i = trial_table(lines, i - 1)
             rows += found
+            continue
+        if m := TIMELINE_RUN.match(line):
+            run = m["tag"]
+            continue
+        if run and (m := TIMELINE_EVENT.match(line)):
+            rows.append((run, m["event"].strip(), float(m["value"])))
             continue
         if found := economy_rows(line, i):
             rows += found
@@ -190,7 +202,7 @@ def rows_of(text: str) -> list[tuple[str, str, float]]:
 
 
 def summarize(experiment: Path, out: str = "summary.csv") -> Path:
-    logs = sorted(p for pattern in ("*.log", "*.jsonl", "table.txt") for p in experiment.rglob(pattern))
+    logs = sorted(p for pattern in ("*.log", "*.jsonl", "table.txt", "timeline.txt") for p in experiment.rglob(pattern))
     path = experiment / out
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)

@@ -1142,6 +1142,71 @@ def tried_preload() -> str:
     return table(["", "without (f563bb2)", "with the preload"], rows, "lrr")
 
 
+# --- a fresh GPU rank's first seconds on an H100 host (docs/results/h100-first-step) ---
+
+
+def records(experiment: str, source: str) -> dict[str, dict[str, float]]:
+    """One log of a long summary as record -> quantity -> value, records in the log's order."""
+    out: dict[str, dict[str, float]] = {}
+    for (src, record, quantity), value in measures(experiment).items():
+        if src == source:
+            out.setdefault(record, {})[quantity] = value
+    return out
+
+
+@figure("h100-first-step-probe")
+def h100_first_step_probe() -> str:
+    phases = ["import torch, ray.train.torch", "process group, device", "imports", "model", "engine", "first step"]
+    runs = list(records("h100-first-step", "probe").items())
+    # the run script's order: two runs under cProfile, one with NCCL's communicator made eagerly, one plain
+    labels = ["profiled", "profiled", "eager NCCL", "plain"]
+    assert [record.startswith("eager True") for record, _ in runs] == [False, False, True, False], runs
+    body = [[label, *(f"{run[phase]:.2f}" for phase in phases)] for label, (_, run) in zip(labels, runs)]
+    header = ["run", "torch, `ray.train.torch` imported", "process group, device", "timm, DeepSpeed, trial code"]
+    return table([*header, "model", "engine", "first step"], body, "lrrrrrr")
+
+
+@figure("h100-first-step-sweeps")
+def h100_first_step_sweeps() -> str:
+    runs = economy_runs("h100-first-step")
+    notes = {"new1": "673c4d0: `gc.freeze`", "base1": "549c25f"}
+    body = [
+        [
+            f"{tag} ({note})",
+            f"{setups(runs[tag])[0]:.2f} s",
+            listed(setups(runs[tag])[1:], ".2f") + " s",
+            f"{runs[tag]['duty']:.3f}",
+        ]
+        for tag, note in notes.items()
+    ]
+    return table(["sweep", "first trial's `setup_s`", "later `setup_s`", "duty cycle"], body, "lrrr")
+
+
+# --- the README's start-up figures from the 2-core A/B runs ---
+
+
+@figure("cpu-controller-sooner")
+def cpu_controller_sooner() -> str:
+    gaps = timeline_gap(
+        "cpu-torch-free-controller", "process started: TrainController", "process started: RayTrainWorker"
+    )
+    return f"{statistics.median(gaps('base')) - statistics.median(gaps('new')):.1f} s"
+
+
+@figure("cpu-gc-freeze-sooner")
+def cpu_gc_freeze_sooner() -> str:
+    pairs = base_minus_new(ab_metric("cpu-gc-freeze", "later trials' first step (rank's clock)"))
+    assert all(v > 0 for v in pairs), pairs  # the docs say: sooner, in every pair
+    return f"{statistics.median(pairs):.2f} s"
+
+
+@figure("trial-start-costs")
+def trial_start_costs() -> str:
+    cpu = [v for values in later_setups(shared_modes("cpu-shared-workers")[1]) for v in values]
+    h200 = [v for values in later_setups(shared_modes("h200-shared-workers")[1]) for v in values]
+    return f"{span(cpu, '.0f')} s on 2 CPU cores, {span(h200, '.0f')} s on an H200"
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

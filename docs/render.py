@@ -161,6 +161,34 @@ def h200_mfu() -> str:
     )
 
 
+@figure("h200-bf16-engine-cost")
+def h200_bf16_engine_cost() -> str:
+    before = {r["micro_batch_per_worker"]: r for r in summary("h200-batch-grid") if r["status"] == "completed"}
+    costs = [1 - before[r["batch"]]["throughput"] / r["plain_img_s"] for r in bench_rows("compile", False)]
+    return f"{span([100 * c for c in costs], '.0f')}%"
+
+
+@figure("h200-stack-ratios")
+def h200_stack_ratios() -> str:
+    return " / ".join(f"{r['ratio']:.3f}" for r in bench_rows("compile", False))
+
+
+def bench_at_64() -> dict:
+    (r,) = [r for r in bench_rows("compile", False) if r["batch"] == 64]
+    return r
+
+
+@figure("h200-stack-gap-at-64")
+def h200_stack_gap_at_64() -> str:
+    return f"{1 - bench_at_64()['ratio']:.1%}"
+
+
+@figure("h200-step-at-64")
+def h200_step_at_64() -> str:
+    r = bench_at_64()
+    return f"{1000 * r['batch'] / r['plain_img_s']:.0f} ms"
+
+
 @figure("h200-batch-grid-before")
 def h200_batch_grid_before() -> str:
     rows = [r for r in summary("h200-batch-grid") if r["status"] == "completed"]
@@ -1205,6 +1233,58 @@ def trial_start_costs() -> str:
     cpu = [v for values in later_setups(shared_modes("cpu-shared-workers")[1]) for v in values]
     h200 = [v for values in later_setups(shared_modes("h200-shared-workers")[1]) for v in values]
     return f"{span(cpu, '.0f')} s on 2 CPU cores, {span(h200, '.0f')} s on an H200"
+
+
+# --- the first trial of a group against plain PyTorch on an H100 host (docs/results/h100-first-trial-order) ---
+
+
+def trial_order() -> tuple[list[float], dict[str, list[float]], list[float]]:
+    """Plain PyTorch's two runs at micro batch 64; the stack's micro batch 64 trials, first and second of
+    their group; every stack trial at 256."""
+    runs = records("h100-first-trial-order", "table")
+    plain = [run["b64"] for record, run in runs.items() if record.startswith("plain")]
+    order: dict[str, list[float]] = {"first": [], "second": []}
+    at_256 = []
+    for run in runs.values():
+        if "mb" not in run:
+            continue
+        if run["mb"] == 64:
+            order["first" if run["trial"] == 0 else "second"].append(run["img/s"])
+        elif run["mb"] == 256:
+            at_256.append(run["img/s"])
+    return plain, order, at_256
+
+
+@figure("h100-first-trial-order")
+def h100_first_trial_order() -> str:
+    plain, order, at_256 = trial_order()
+    reference = statistics.mean(plain)
+    body = [["plain PyTorch", listed(plain, ".1f"), ""]]
+    body += [
+        [f"stack, {which} trial of its group", listed(values, ".1f"), listed([v / reference for v in values], ".2f")]
+        for which, values in order.items()
+    ]
+    body.append([f"stack at 256 (all {len(at_256)} sweeps)", span(at_256, ".1f"), ""])
+    return table(["", "micro batch 64, img/s", "against plain"], body, "lrr")
+
+
+@figure("h100-first-trial-order-range")
+def h100_first_trial_order_range() -> str:
+    plain, order, _ = trial_order()
+    reference = statistics.mean(plain)
+    return span([v / reference for values in order.values() for v in values], ".2f") + "x"
+
+
+@figure("h100-bench-window")
+def h100_bench_window() -> str:
+    (ratio,) = measured("h100-bytecode-cache", "call4/bench", "ratio", "summary-logs.csv")[:1]
+    return f"{ratio:.3f}x"
+
+
+@figure("h100-at-256-spread")
+def h100_at_256_spread() -> str:
+    *_, at_256 = trial_order()
+    return f"{max(at_256) / min(at_256) - 1:.1%}"
 
 
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---

@@ -17,6 +17,8 @@ round or line of it), ``quantity`` and ``value`` (a number). What it reads, line
   ``setup_s[0]``, ``setup_s[1]``, ...), or ``first1 trial 0 mb 64 img/s 2026.1 ...`` (record: the tag and line);
 * ``timeline.py``'s process starts (``timeline.txt``): a run's header ``base-1: seconds after launch`` (its
   tag the record), then ``14.82  process started: TrainController`` lines (the quantity: the rest of the line);
+* a table of columns two or more spaces apart under a header of names (the bench's ``batch  compile  plain img/s
+  ...``; record: the first column's name and value, and the second's where it is not a number);
 * ``python -m raysweep.tune``'s closing trial table (record: the trial id) and its line
   ``N trials in X s; duty cycle D (F from launch), median setup S s``;
 * a name and its seconds, ``import torch   4.73 s`` (the cold-process floor), or a stage's
@@ -144,6 +146,35 @@ def trial_table(lines: list[str], i: int) -> tuple[list[tuple[str, str, float]],
     return rows, j
 
 
+COLUMNS = re.compile(r"\s{2,}")
+
+
+def spaced_table(lines: list[str], i: int) -> tuple[list[tuple[str, str, float]], int]:
+    """The rows under a header of column names at line i (columns two or more spaces apart), and the line after."""
+    header = COLUMNS.split(lines[i].strip())
+    rows, j = [], i + 1
+    while j < len(lines) and set(lines[j].strip()) <= set("- "):  # a rule under the header
+        j += 1
+    while j < len(lines) and len(cells := COLUMNS.split(lines[j].strip())) == len(header):
+        if not any(re.fullmatch(NUMBER, c) for c in cells):
+            break
+        record = f"{header[0]} {cells[0]}"
+        if not re.fullmatch(NUMBER, cells[1]):
+            record += f" {header[1]} {cells[1]}"
+        for name, cell in zip(header[1:], cells[1:]):
+            if re.fullmatch(NUMBER, cell):
+                rows.append((record, name, float(cell)))
+            elif m := re.fullmatch(rf"(?P<low>{NUMBER})-(?P<high>{NUMBER})", cell):  # a range, "649-892"
+                rows += [(record, f"{name} low", float(m["low"])), (record, f"{name} high", float(m["high"]))]
+        j += 1
+    return rows, j
+
+
+def is_header(line: str) -> bool:
+    names = COLUMNS.split(line.strip())
+    return len(names) >= 3 and not any(re.search(r"\d", n) for n in names) and not set(line) & set("|│[{=:")
+
+
 def rows_of(text: str) -> list[tuple[str, str, float]]:
     rows: list[tuple[str, str, float]] = []
     lines = text.splitlines()
@@ -157,6 +188,12 @@ def rows_of(text: str) -> list[tuple[str, str, float]]:
             found, i = trial_table(lines, i - 1)
             rows += found
             continue
+        if is_header(line) and i < len(lines):
+            found, after = spaced_table(lines, i - 1)
+            if found:
+                rows += found
+                i = after
+                continue
         if m := TIMELINE_RUN.match(line):
             run = m["tag"]
             continue

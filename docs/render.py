@@ -189,6 +189,33 @@ def h200_step_at_64() -> str:
     return f"{1000 * r['batch'] / r['plain_img_s']:.0f} ms"
 
 
+@figure("h200-cifar")
+def h200_cifar() -> str:
+    (r,) = [r for r in bench_rows("cifar", False) if r["cifar_img_s"] is not None]
+    rows = [
+        ["input pipeline alone (gather, normalise, flip, resize to 224 px)", f"{r['pipeline_img_s']:,.0f}"],
+        ["the model on synthetic data, full stack", f"{r['stack_img_s']:.1f}"],
+        [
+            "the model on CIFAR-10 files, full stack",
+            f"{r['cifar_img_s']:.1f} (**{r['cifar_over_synthetic']:.3f}x** synthetic)",
+        ],
+    ]
+    return table(["", "img/s"], rows, "lr")
+
+
+@figure("h200-cifar-data-wait")
+def h200_cifar_data_wait() -> str:
+    (r,) = [r for r in bench_rows("cifar", False) if r["cifar_img_s"] is not None]
+    return f"{r['data_wait_fraction']:.4f}"
+
+
+@figure("h200-host-timed-data-wait")
+def h200_host_timed_data_wait() -> str:
+    # the first bench run's CIFAR trial, whose data wait was timed on the host
+    (r,) = [r for r in bench_rows("compile", False) if r["cifar_img_s"] is not None]
+    return f"{r['data_wait_fraction']:.2f}"
+
+
 @figure("h200-batch-grid-before")
 def h200_batch_grid_before() -> str:
     rows = [r for r in summary("h200-batch-grid") if r["status"] == "completed"]

@@ -216,6 +216,41 @@ def h200_host_timed_data_wait() -> str:
     return f"{r['data_wait_fraction']:.2f}"
 
 
+def plain_baseline() -> list[dict[str, float]]:
+    """The first H200 run's plain PyTorch loop, one line per configuration, and its matmul ceiling."""
+    return list(records("h200-batch-grid", "plain_baseline", "summary-logs.csv").values())
+
+
+@figure("h200-plain-baseline")
+def h200_plain_baseline() -> str:
+    lines = plain_baseline()
+    eager = [r for r in lines if r.get("img") == 224 and not r.get("compile")]
+    (compiled,) = [r for r in lines if r.get("img") == 224 and r.get("compile")]
+    (ceiling,) = [r["bf16_matmul_tflops"] for r in lines if "bf16_matmul_tflops" in r]
+    rates = " / ".join(format(r["ips"], ".0f") for r in eager)
+    batches = " / ".join(format(r["bs"], ".0f") for r in eager)
+    return (
+        f"{rates} img/s at batch {batches}, and {compiled['ips']:.0f} img/s at {compiled['bs']:.0f} with "
+        f"`torch.compile`.\nThe card's measured bf16 matmul ceiling is {ceiling:.0f} TFLOP/s."
+    )
+
+
+@figure("h200-batch-grid-at-256")
+def h200_batch_grid_at_256() -> str:
+    trials = [r for r in summary("h200-batch-grid") if r["status"] == "completed"]
+    (trial,) = [r for r in trials if r["micro_batch_per_worker"] == 256]
+    (plain,) = [r for r in plain_baseline() if r.get("img") == 224 and r.get("bs") == 256 and not r.get("compile")]
+    return f"{trial['throughput']:.0f} samples/s at 256 ({trial['throughput'] / plain['ips']:.2f}x plain PyTorch)"
+
+
+@figure("h200-stack-now")
+def h200_stack_now() -> str:
+    rows = bench_rows("compile", False)
+    rates = " / ".join(format(r["stack_img_s"], ".0f") for r in rows)
+    batches = " / ".join(str(r["batch"]) for r in rows)
+    return f"{rates} samples/s at micro batch {batches}, {h200_stack_ratio_range()}"
+
+
 @figure("h200-batch-grid-before")
 def h200_batch_grid_before() -> str:
     rows = [r for r in summary("h200-batch-grid") if r["status"] == "completed"]

@@ -65,8 +65,8 @@ def flatten(obj: dict, prefix: str = "") -> list[tuple[str, float]]:
     for key, value in obj.items():
         if isinstance(value, dict):
             out += flatten(value, f"{prefix}{key}.")
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out.append((f"{prefix}{key}", value))
+        elif isinstance(value, (int, float)):  # a flag (compile, eager) as 1 or 0
+            out.append((f"{prefix}{key}", float(value)))
         elif isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
             out += [(f"{prefix}{key}[{i}]", v) for i, v in enumerate(value)]
     return out

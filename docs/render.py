@@ -1567,6 +1567,104 @@ def h200_jpeg_prefetch_best() -> str:
     return f"{best / synthetic['throughput']:.1f}x"
 
 
+# --- the pixel copy: one loader worker on 2 cores (docs/results/cpu-pixel-copy), 14 on an H200 (h200-pixel-copy) ---
+
+
+def loader_rates() -> dict[str, dict[str, float]]:
+    return {record.removeprefix("path "): run for record, run in records("cpu-pixel-copy", "loader_rates").items()}
+
+
+@figure("cpu-loader-rates")
+def cpu_loader_rates() -> str:
+    labels = {
+        "jpeg bytes (gpu decode)": "JPEG bytes (the nvJPEG path)",
+        "decode + crop to 224 (cpu)": "decoded and cropped to 224 px (the CPU path)",
+        "pixel copy (prepare=pixels)": "pixel copy batches (`prepare=pixels`)",
+    }
+    rates = loader_rates()
+    body = [
+        [
+            label,
+            f"{rates[path]['median img/s']:,.0f}",
+            f"{rates[path]['range low']:,.0f}-{rates[path]['range high']:,.0f}",
+        ]
+        for path, label in labels.items()
+    ]
+    return table(["what one loader worker ships", "median img/s", "range"], body, "lrr")
+
+
+@figure("cpu-pixel-copy-over-decode")
+def cpu_pixel_copy_over_decode() -> str:
+    rates = loader_rates()
+    pixels, decode = rates["pixel copy (prepare=pixels)"], rates["decode + crop to 224 (cpu)"]
+    return (
+        f"**{pixels['median img/s'] / decode['median img/s']:.1f}x** the images of a CPU decoder "
+        f"({pixels['range low'] / decode['range high']:.1f}-{pixels['range high'] / decode['range low']:.1f}x"
+    )
+
+
+def pixel_copy_runs() -> tuple[dict[str, dict[str, float]], dict[str, list[float]]]:
+    """h200-pixel-copy's bench lines by label, and each path's pipeline-alone rates: the bench's, then 3 rounds."""
+    bench = records("h200-pixel-copy", "bench")
+    rounds = records("h200-pixel-copy", "rounds")
+    paths = {
+        "pixels": [bench["input pipeline alone, pixel copy (no decode)"]["img/s"]],
+        "gpu": [bench["input pipeline alone, decode gpu"]["img/s"]],
+    }
+    for record, run in rounds.items():
+        if record.startswith("round "):
+            paths[record.split()[2]].append(run["images_per_s"])
+    return bench, paths
+
+
+@figure("h200-pixel-copy")
+def h200_pixel_copy() -> str:
+    bench, paths = pixel_copy_runs()
+    model = bench["batch 256 compile False"]["stack img/s"]
+    stack = bench["full stack"]
+    cpu = bench["input pipeline alone, decode cpu"]["img/s"]
+    body = [
+        ["full stack, synthetic (the bench's own sweep)", f"{model:,.0f}", ""],
+        [
+            "full stack, pixel copy (a sweep in the same run)",
+            f"{stack['img/s']:,.0f}",
+            f"**{stack['ratio']:.3f}x**, data wait **{stack['data_wait_fraction']:.4f}**",
+        ],
+    ]
+    for path, label in (
+        ("pixels", "pixel copy: median of 4 (bench + 3 rounds)"),
+        ("gpu", "nvJPEG on the JPEG copy: median of 4, alternated"),
+    ):
+        rates = paths[path]
+        body.append(
+            [
+                f"pipeline alone, {label}",
+                f"{statistics.median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})",
+                f"{statistics.median(rates) / model:.1f}x",
+            ]
+        )
+    body.append(["pipeline alone, CPU decode of the JPEG copy (bench, one run)", f"{cpu:,.0f}", f"{cpu / model:.1f}x"])
+    return table(["", "img/s", f"over the model ({model:,.0f} img/s)"], body, "lrr")
+
+
+@figure("h200-pixel-copy-against-nvjpeg")
+def h200_pixel_copy_against_nvjpeg() -> str:
+    _, paths = pixel_copy_runs()
+    return f"{statistics.median(paths['pixels']):,.0f} against {statistics.median(paths['gpu']):,.0f}"
+
+
+@figure("h200-pixel-copy-build")
+def h200_pixel_copy_build() -> str:
+    built = {q: v for (src, _, q), v in measures("h200-pixel-copy").items() if src == "rounds" and "built in" in q}
+    return f"**{built['pixel copy built in']:.1f} s**"
+
+
+@figure("h200-jpeg-copy-build")
+def h200_jpeg_copy_build() -> str:
+    built = {q: v for (src, _, q), v in measures("h200-pixel-copy").items() if src == "rounds" and "built in" in q}
+    return f"{built['JPEG copy built in']:.1f} s"
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

@@ -17,6 +17,9 @@ round or line of it), ``quantity`` and ``value`` (a number). What it reads, line
   ``setup_s[0]``, ``setup_s[1]``, ...), or ``first1 trial 0 mb 64 img/s 2026.1 ...`` (record: the tag and line);
 * ``timeline.py``'s process starts (``timeline.txt``): a run's header ``base-1: seconds after launch`` (its
   tag the record), then ``14.82  process started: TrainController`` lines (the quantity: the rest of the line);
+* the bench's result lines, ``input pipeline alone, decode cpu: 6317 img/s = 2.34 x the model (2699 img/s)``
+  and ``full stack: 2657 img/s = 0.984 x synthetic, data_wait_fraction 0.0002`` (record: the label;
+  quantities ``img/s``, ``ratio``, ``data_wait_fraction``);
 * a table of columns two or more spaces apart under a header of names (the bench's ``batch  compile  plain img/s
   ...``; record: the first column's name and value, and the second's where it is not a number);
 * ``python -m raysweep.tune``'s closing trial table (record: the trial id) and its line
@@ -147,6 +150,10 @@ def trial_table(lines: list[str], i: int) -> tuple[list[tuple[str, str, float]],
 
 
 COLUMNS = re.compile(r"\s{2,}")
+BENCH_RATE = re.compile(
+    rf"^\s*(?P<label>[A-Za-z][^:]*?): (?P<rate>{NUMBER}) img/s(?: = (?P<ratio>{NUMBER}) x [^,]*)?"
+    rf"(?:, data_wait_fraction (?P<wait>{NUMBER}))?"
+)
 
 
 def spaced_table(lines: list[str], i: int) -> tuple[list[tuple[str, str, float]], int]:
@@ -206,7 +213,10 @@ def rows_of(text: str) -> list[tuple[str, str, float]]:
         if (found := json_rows(line, i)) is not None:
             rows += found
             continue
-        if m := AB_RUN.match(line):
+        if m := BENCH_RATE.match(line):
+            quantities = {"rate": "img/s", "ratio": "ratio", "wait": "data_wait_fraction"}
+            rows += [(m["label"], q, float(m[k])) for k, q in quantities.items() if m[k] is not None]
+        elif m := AB_RUN.match(line):
             rows.append((f"{m['arm']} {m['run']}", "exited after launch", float(m["value"])))
         elif m := AB_ARM.match(line):
             arm = m["arm"]

@@ -1665,6 +1665,153 @@ def h200_jpeg_copy_build() -> str:
     return f"{built['JPEG copy built in']:.1f} s"
 
 
+# --- the pixel copy read by the rank's threads on an H200 (docs/results/h200-pixel-reader) ---
+
+
+def reader_stages(experiment: str = "h200-pixel-reader") -> dict[str, list[float]]:
+    """stages.py's rounds per stage, from the JSON line it ends with: stage -> img/s of each round."""
+    (last,) = [
+        run
+        for run in records(experiment, "reader_stages" if experiment == "cpu-pixel-copy" else "stages").values()
+        if any("[" in q for q in run)
+    ]
+    stages: dict[str, list[float]] = {}
+    for quantity, value in last.items():
+        stages.setdefault(quantity.split("[")[0], []).append(value)
+    return stages
+
+
+def rate_range(values: list[float]) -> list[str]:
+    return [f"{statistics.median(values):,.0f}", f"{min(values):,.0f}-{max(values):,.0f}"]
+
+
+@figure("h200-pixel-reader-stages")
+def h200_pixel_reader_stages() -> str:
+    labels = {
+        "worker processes": (
+            "14 loader processes ship each batch, pinned by the DataLoader (the reader before this change)"
+        ),
+        "threads 1": "`read_batches`, 1 thread",
+        "threads 2": "`read_batches`, 2 threads (`PIXEL_READERS`)",
+        "threads 4": "`read_batches`, 4 threads",
+        "2 threads + copy to GPU": "2 threads + copy to the GPU",
+        "crop on GPU": "the batched crop + normalise alone, on a resident batch",
+    }
+    stages = reader_stages()
+    return table(
+        ["stage (one rank)", "median img/s", "range"],
+        [[label, *rate_range(stages[k])] for k, label in labels.items()],
+        "lrr",
+    )
+
+
+def first_try_crop() -> float:
+    return records("h200-pixel-reader", "first-try")["crop on GPU"]["median"]
+
+
+@figure("h200-pixel-reader-stages-short")
+def h200_pixel_reader_stages_short() -> str:
+    stages = reader_stages()
+    threads = " / ".join(f"{statistics.median(stages[f'threads {n}']):,.0f}" for n in (1, 2, 4))
+    body = [
+        ["14 loader processes (before)", *rate_range(stages["worker processes"])],
+        ["`read_batches`, 1 / 2 / 4 threads", threads, ""],
+        ["2 threads + copy to the GPU", *rate_range(stages["2 threads + copy to GPU"])],
+        [
+            f"batched crop + normalise alone (after; {first_try_crop():,.0f} in the first try)",
+            *rate_range(stages["crop on GPU"]),
+        ],
+    ]
+    return table(["stage (one rank, 50,500 images of 341x256 in the page cache)", "median img/s", "range"], body, "lrr")
+
+
+@figure("h200-pixel-reader-bounds")
+def h200_pixel_reader_bounds() -> str:
+    return f"**{statistics.median(reader_stages()['worker processes']):,.0f} img/s**"
+
+
+@figure("h200-pixel-reader-first-crop")
+def h200_pixel_reader_first_crop() -> str:
+    return f"{first_try_crop():,.0f} img/s"
+
+
+def pixel_reader_pipeline() -> tuple[dict[str, dict[str, float]], list[float], float]:
+    """The bench's lines, the pipeline alone on the pixel copy (the bench's, then 3 rounds), the model's rate."""
+    bench = records("h200-pixel-reader", "bench")
+    rounds = [run["images_per_s"] for run in records("h200-pixel-reader", "rounds").values()]
+    rates = [bench["input pipeline alone, pixel copy (no decode)"]["img/s"], *rounds]
+    return bench, rates, bench["batch 256 compile False"]["stack img/s"]
+
+
+@figure("h200-pixel-reader-pipeline")
+def h200_pixel_reader_pipeline() -> str:
+    bench, rates, model = pixel_reader_pipeline()
+    gpu = bench["input pipeline alone, decode gpu"]["img/s"]
+    earlier = records("h200-pixel-reader", "first-try")["input pipeline alone, decode gpu"]["img/s"]
+    cpu = bench["input pipeline alone, decode cpu"]["img/s"]
+    stack = bench["full stack"]
+    body = [
+        [
+            "pipeline alone, pixel copy: median of 4 (bench + 3 rounds)",
+            f"**{statistics.median(rates):,.0f}** ({min(rates):,.0f}-{max(rates):,.0f})",
+            f"**{statistics.median(rates) / model:.1f}x** (lowest {min(rates) / model:.1f}x)",
+        ],
+        [
+            f"pipeline alone, nvJPEG on the JPEG copy (bench, one run; {earlier:,.0f} an hour before)",
+            f"{gpu:,.0f}",
+            f"{gpu / model:.1f}x",
+        ],
+        ["pipeline alone, CPU decode of the JPEG copy (bench, one run)", f"{cpu:,.0f}", f"{cpu / model:.1f}x"],
+        [
+            "full stack, pixel copy (a sweep in the bench)",
+            f"{stack['img/s']:,.0f}",
+            f"**{stack['ratio']:.3f}x**, data wait **{stack['data_wait_fraction']:.4f}**",
+        ],
+    ]
+    return table(["", "img/s", f"over the model ({model:,.0f} img/s, same run)"], body, "lrr")
+
+
+@figure("h200-pixel-reader-whole")
+def h200_pixel_reader_whole() -> str:
+    bench, rates, model = pixel_reader_pipeline()
+    stack = bench["full stack"]
+    median = statistics.median(rates)
+    return (
+        f"(the bench's {rates[0]:,.0f} and the rounds' {listed(rates[1:], ',.0f')}): **{median:,.0f} img/s\n"
+        f"({min(rates):,.0f}-{max(rates):,.0f}), {median / model:.1f}x** the model's {model:,.0f} img/s on "
+        f"synthetic data in the same run; the lowest of the four\nis {min(rates) / model:.1f}x. Target 8x (21,600): "
+        f"**met**. Full stack on the pixel copy: **{stack['img/s']:,.0f} img/s = {stack['ratio']:.3f}x synthetic,\n"
+        f"data wait {stack['data_wait_fraction']:.4f}**"
+    )
+
+
+@figure("h200-nvjpeg-gain")
+def h200_nvjpeg_gain() -> str:
+    bench, _, _ = pixel_reader_pipeline()
+    earlier = records("h200-pixel-reader", "first-try")["input pipeline alone, decode gpu"]["img/s"]
+    return f"{earlier:,.0f} to {bench['input pipeline alone, decode gpu']['img/s']:,.0f} img/s"
+
+
+@figure("h200-pixel-reader-first-try")
+def h200_pixel_reader_first_try() -> str:
+    first = records("h200-pixel-reader", "first-try")
+    whole = [run["images_per_s"] for run in first.values() if "images_per_s" in run]
+    return (
+        f"Host read alone {first['threads']['median']:,.0f} img/s; whole pipeline {span(whole, ',.0f')} img/s; "
+        f"the full stack fell to **{first['full stack']['ratio']:.3f}x**\nsynthetic with data wait "
+        f"{first['full stack']['data_wait_fraction']:.4f}"
+    )
+
+
+@figure("cpu-reader-stages")
+def cpu_reader_stages() -> str:
+    stages = reader_stages("cpu-pixel-copy")
+    return (
+        f"{statistics.median(stages['worker processes']):,.0f} img/s from 2 loader processes, "
+        f"{statistics.median(stages['threads 2']):,.0f} from 2 threads"
+    )
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

@@ -1812,6 +1812,98 @@ def cpu_reader_stages() -> str:
     )
 
 
+# --- issue 13's sweep on H200 hosts: device-warm, torch-free-controller, rank-preload, first-trial-floor ---
+
+
+@figure("h200-torch-free-controller")
+def h200_torch_free_controller() -> str:
+    notes = {"new1": " (the host's first sweep)"}
+    body = []
+    for tag, r in economy_runs("h200-torch-free-controller").items():
+        duty = f"{r['duty']:.3f}"
+        body.append(
+            [
+                tag + notes.get(tag, ""),
+                f"{r['setup_s[0]']:.2f} s",
+                listed(setups(r)[1:], ".2f") + " s",
+                f"**{duty}**" if r["duty"] >= 0.84 else duty,
+                f"{r['launch to first step']:.1f} s",
+                f"{r['duty from launch']:.3f}",
+            ]
+        )
+    header = ["sweep (run order)", "first trial's `setup_s`", "later `setup_s`", "duty cycle", "first step from launch"]
+    return table([*header, "duty from launch"], body, "lrrrrr")
+
+
+@figure("h200-rank-preload")
+def h200_rank_preload() -> str:
+    runs = economy_runs("h200-rank-preload")
+    gaps = records("h200-rank-preload", "gaps")
+    best = max(runs, key=lambda tag: runs[tag]["duty"])
+    body = []
+    for tag, r in runs.items():
+        bold = "**{}**" if tag == best else "{}"
+        body.append(
+            [
+                tag + (" (preload)" if tag.startswith("new") else ""),
+                bold.format(f"{r['setup_s[0]']:.2f} s"),
+                listed(setups(r)[1:], ".2f") + " s",
+                f"{gaps[f'{tag} trial 0']['warmup']:.2f} s",
+                bold.format(f"{r['duty']:.3f}"),
+                f"{r['launch to first step']:.1f} s",
+                f"{r['duty from launch']:.3f}",
+            ]
+        )
+    header = ["sweep (run order)", "first trial's `setup_s`", "later `setup_s`", "warm-up steps, first trial"]
+    return table([*header, "duty cycle", "first step from launch", "duty from launch"], body, "lrrrrrr")
+
+
+@figure("h200-device-warm-sweeps")
+def h200_device_warm_sweeps() -> str:
+    runs = economy_runs("h200-device-warm")
+    body = []
+    for call in ("call1", "call2", "call3"):
+        of_call = {tag: r for tag, r in runs.items() if r["call"] == call}
+        cells = []
+        for kind in ("base", "new", "nowarm"):
+            found = [r for tag, r in of_call.items() if tag.startswith(kind)]
+            if not found:
+                cells.append("")
+                continue
+            (r,) = found
+            duty = f"{r['duty']:.3f}"
+            duty = f"**{duty}**" if r["duty"] >= 0.85 else duty  # issue 13's target reached
+            cells.append(f"{r['setup_s[0]']:.2f} s, {r['launch to first step']:.1f} s, {duty}")
+        body.append([f"{call[-1]} (`{' '.join(of_call)}`)", *cells])
+    return table(["host (call)", "base (c01db49)", "new (with the thread)", "nowarm (without)"], body, "llll")
+
+
+@figure("h200-first-trial-floor")
+def h200_first_trial_floor() -> str:
+    columns = {}
+    for host, prefix in (("A", ""), ("B", "host2/")):
+        timeline = records("h200-first-trial-floor", f"{prefix}timeline")
+        for tag, r in records("h200-first-trial-floor", f"{prefix}table").items():
+            if "setup_s[0]" in r:  # a sweep's economy line, not the phases line under it
+                columns[f"{host} {tag}"] = (r, timeline[tag])
+    rows = [
+        ["first trial's `setup_s`", *(f"**{r['setup_s[0]']:.2f} s**" for r, _ in columns.values())],
+        ["later trials' `setup_s`", *(listed(setups(r)[1:], ".2f") + " s" for r, _ in columns.values())],
+        ["`teardown_s`", *(span(setups(r, "teardown_s"), ".3f") + " s" for r, _ in columns.values())],
+        [
+            "timed training (micro batch 64 / 128 / 256)",
+            *(" + ".join(format(v, ".1f") for v in setups(r, "timed_s")) + " s" for r, _ in columns.values()),
+        ],
+        ["sweep wall time (first trial's start to last end)", *(f"{r['wall_s']:.1f} s" for r, _ in columns.values())],
+        ["**duty cycle**", *(f"**{r['duty']:.3f}**" for r, _ in columns.values())],
+        [
+            "the CLI's launch, before the first trial's start",
+            *(f"{-t['CLI launch']:.1f} s" for _, t in columns.values()),
+        ],
+    ]
+    return table(["", *columns], rows, "lrrrr")
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

@@ -15,6 +15,8 @@ round or line of it), ``quantity`` and ``value`` (a number). What it reads, line
 * a run script's economy line (``table.txt``): ``new1 setup_s [5.66, 0.37] teardown_s [...] wall_s 81.1 duty 0.877 |
   launch to first step 31.0 ... | first trial's phases {...}`` (record: the run's tag; a list's items as
   ``setup_s[0]``, ``setup_s[1]``, ...), or ``first1 trial 0 mb 64 img/s 2026.1 ...`` (record: the tag and line);
+* ``gaps.py``'s seconds per trial (``gaps.txt``): ``new1: wall 73.91 s, of which``, then its table (records
+  ``new1 trial 0``, ...);
 * ``timeline.py``'s process starts (``timeline.txt``): a run's header ``base-1: seconds after launch`` (its
   tag the record), then ``14.82  process started: TrainController`` lines (the quantity: the rest of the line);
 * the bench's result lines, ``input pipeline alone, decode cpu: 6317 img/s = 2.34 x the model (2699 img/s)``
@@ -116,7 +118,9 @@ def economy_rows(line: str, number: int) -> list[tuple[str, str, float]]:
     return rows
 
 
-TIMELINE_RUN = re.compile(r"^(?P<tag>[\w-]+): (?:seconds after launch|CLI launch at)")
+TIMELINE_RUN = re.compile(
+    rf"^(?P<tag>[\w-]+): (?:seconds after launch|CLI launch at (?P<launch>{NUMBER}) s|wall (?P<wall>{NUMBER}) s)"
+)
 TIMELINE_EVENT = re.compile(rf"^\s+(?P<value>{NUMBER})(?: s)?\s+(?P<event>\S.*)$")
 
 
@@ -149,6 +153,7 @@ def trial_table(lines: list[str], i: int) -> tuple[list[tuple[str, str, float]],
     return rows, j
 
 
+SOURCES = ("*.log", "*.jsonl", "table.txt", "timeline.txt", "gaps.txt")  # what an experiment's runs printed
 COLUMNS = re.compile(r"\s{2,}")
 BENCH_RATE = re.compile(
     rf"^\s*(?P<label>[A-Za-z][^:]*?): (?P<rate>{NUMBER}) img/s(?: = (?P<ratio>{NUMBER}) x [^,]*)?"
@@ -156,19 +161,25 @@ BENCH_RATE = re.compile(
 )
 
 
-def spaced_table(lines: list[str], i: int) -> tuple[list[tuple[str, str, float]], int]:
-    """The rows under a header of column names at line i (columns two or more spaces apart), and the line after."""
+def spaced_table(lines: list[str], i: int, run: str | None = None) -> tuple[list[tuple[str, str, float]], int]:
+    """The rows under a header of column names at line i (columns two or more spaces apart), and the line after.
+    A row with one cell more than the header starts with its index (gaps.py's trials: record ``new1 trial 0``)."""
     header = COLUMNS.split(lines[i].strip())
     rows, j = [], i + 1
     while j < len(lines) and set(lines[j].strip()) <= set("- "):  # a rule under the header
         j += 1
-    while j < len(lines) and len(cells := COLUMNS.split(lines[j].strip())) == len(header):
-        if not any(re.fullmatch(NUMBER, c) for c in cells):
+    while j < len(lines):
+        cells = COLUMNS.split(lines[j].strip())
+        if len(cells) == len(header) + 1 and cells[0].isdigit():
+            record, names, cells = f"{run or 'row'} trial {cells[0]}", header, cells[1:]
+        elif len(cells) == len(header) and any(re.fullmatch(NUMBER, c) for c in cells):
+            record, names = f"{header[0]} {cells[0]}", header[1:]
+            if not re.fullmatch(NUMBER, cells[1]):
+                record += f" {header[1]} {cells[1]}"
+            cells = cells[1:]
+        else:
             break
-        record = f"{header[0]} {cells[0]}"
-        if not re.fullmatch(NUMBER, cells[1]):
-            record += f" {header[1]} {cells[1]}"
-        for name, cell in zip(header[1:], cells[1:]):
+        for name, cell in zip(names, cells):
             if re.fullmatch(NUMBER, cell):
                 rows.append((record, name, float(cell)))
             elif m := re.fullmatch(rf"(?P<low>{NUMBER})-(?P<high>{NUMBER})", cell):  # a range, "649-892"
@@ -196,13 +207,17 @@ def rows_of(text: str) -> list[tuple[str, str, float]]:
             rows += found
             continue
         if is_header(line) and i < len(lines):
-            found, after = spaced_table(lines, i - 1)
+            found, after = spaced_table(lines, i - 1, run)
             if found:
                 rows += found
                 i = after
                 continue
         if m := TIMELINE_RUN.match(line):
             run = m["tag"]
+            if m["launch"] is not None:  # timeline.py's header when it counts from the first trial's start
+                rows.append((run, "CLI launch", float(m["launch"])))
+            if m["wall"] is not None:  # gaps.py's header, its table of each trial's seconds below
+                rows.append((run, "wall", float(m["wall"])))
             continue
         if run and (m := TIMELINE_EVENT.match(line)):
             rows.append((run, m["event"].strip(), float(m["value"])))
@@ -249,7 +264,7 @@ def rows_of(text: str) -> list[tuple[str, str, float]]:
 
 
 def summarize(experiment: Path, out: str = "summary.csv") -> Path:
-    logs = sorted(p for pattern in ("*.log", "*.jsonl", "table.txt", "timeline.txt") for p in experiment.rglob(pattern))
+    logs = sorted(p for pattern in SOURCES for p in experiment.rglob(pattern))
     path = experiment / out
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)

@@ -1904,6 +1904,32 @@ def h200_first_trial_floor() -> str:
     return table(["", *columns], rows, "lrrrr")
 
 
+@figure("h200-device-warm-probe")
+def h200_device_warm_probe() -> str:
+    modes: dict[str, list[dict[str, float]]] = {"plain": [], "warm": []}
+    for record, run in records("h200-device-warm", "call3/probe").items():
+        modes[record.split()[1]].append(run)  # "mode plain (line 1)": pairs alternated, k-th of each a pair
+
+    metrics = {
+        "first step": lambda r: r["first step"],
+        "imports (after the process group)": lambda r: r["imports"] - r["process group, device"],
+        "imports' end to first step": lambda r: r["first step"] - r["imports"],
+    }
+    body = []
+    for label, value in metrics.items():
+        plain, warm = [value(r) for r in modes["plain"]], [value(r) for r in modes["warm"]]
+        bold = label == "first step"
+        body.append(
+            [
+                label,
+                median_of(plain, ".2f", bold=bold),
+                median_of(warm, ".2f", bold=bold),
+                signed([w - q for q, w in zip(plain, warm)], "+.2f"),
+            ]
+        )
+    return table(["", "plain", "warm", "warm - plain, per pair"], body, "lrrl")
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

@@ -1930,6 +1930,63 @@ def h200_device_warm_probe() -> str:
     return table(["", "plain", "warm", "warm - plain, per pair"], body, "lrrl")
 
 
+# --- issue 13's sweep on an H200 after c7cca5e, with the floor on the same host (docs/results/h200-first-trial) ---
+
+
+def first_trial_run() -> tuple[list[dict[str, float]], dict, list[float]]:
+    """The run's trials (trials.txt, start order), its sweep.json economy and its two cold-process floors."""
+    trials = [run for record, run in records("h200-first-trial", "trials").items() if record.startswith("trial_id")]
+    economy = json.loads((RESULTS / "h200-first-trial" / "sweep.json").read_text())["economy"]
+    floors = [run["since_launch_s.first step"] for run in records("h200-first-trial", "floor").values()]
+    return trials, economy, floors
+
+
+@figure("h200-first-trial")
+def h200_first_trial() -> str:
+    trials, own, floors = first_trial_run()
+    shared = shared_modes("h200-shared-workers")[0]
+    later = [t["setup_s"] for t in trials[1:]]
+    shared_later = [v for values in later_setups(shared) for v in values]
+    complete = [name for name, rows in shared.items() if len(rows) == 3]
+    rows = [
+        [
+            "first trial's `setup_s`",
+            f"{trials[0]['setup_s']:.1f} s",
+            listed([rows[0]["setup_s"] for rows in shared.values()], ".1f") + " s",
+        ],
+        [
+            "later trials' `setup_s`",
+            f"{listed(later, '.2f')} s (median {statistics.median(later):.2f})",
+            span(shared_later, ".2f") + " s",
+        ],
+        [
+            "`teardown_s`",
+            span([t["teardown_s"] for t in trials], ".3f") + " s",
+            span([r["teardown_s"] for rows in shared.values() for r in rows], ".3f") + " s",
+        ],
+        [
+            "sweep wall time",
+            f"{own['wall_s']:.1f} s",
+            listed([economy("h200-shared-workers", name)["wall_s"] for name in complete], ".1f") + " s",
+        ],
+        [
+            "**duty cycle**",
+            f"**{own['duty_cycle']:.3f}**",
+            listed([economy("h200-shared-workers", name)["duty_cycle"] for name in complete], ".3f"),
+        ],
+        ["cold-process floor", listed(floors, ".1f") + " s", "not measured that day"],
+    ]
+    return table(["", "this run", "2026-12-03 (`docs/results/h200-shared-workers/`, other hosts)"], rows, "lrr")
+
+
+@figure("h200-first-trial-throughput")
+def h200_first_trial_throughput() -> str:
+    trials, _, _ = first_trial_run()
+    rates = " / ".join(format(t["throughput"], ",.0f") for t in trials)
+    batches = " / ".join(format(t["micro_batch_per_worker"], ".0f") for t in trials)
+    return f"{rates} samples/s at micro batch {batches}"
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

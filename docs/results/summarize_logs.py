@@ -153,12 +153,23 @@ def trial_table(lines: list[str], i: int) -> tuple[list[tuple[str, str, float]],
     return rows, j
 
 
-SOURCES = ("*.log", "*.jsonl", "table.txt", "timeline.txt", "gaps.txt")  # what an experiment's runs printed
+# what an experiment's runs printed: terminal output and logs, and the run scripts' tables
+SOURCES = ("*.log", "*.jsonl", "table.txt", "timeline.txt", "gaps.txt", "trials.txt")
 COLUMNS = re.compile(r"\s{2,}")
 BENCH_RATE = re.compile(
     rf"^\s*(?P<label>[A-Za-z][^:]*?): (?P<rate>{NUMBER}) img/s(?: = (?P<ratio>{NUMBER}) x [^,]*)?"
     rf"(?:, data_wait_fraction (?P<wait>{NUMBER}))?"
 )
+
+
+def table_cells(line: str, header: list[str]) -> list[str]:
+    """A row's cells: two or more spaces apart, or, under a header of one-word names, one or more (pandas'
+    right-aligned columns), a trailing JSON object one cell."""
+    cells = COLUMNS.split(line.strip())
+    if len(cells) in (len(header), len(header) + 1) or any(" " in name for name in header):
+        return cells
+    head, brace, tail = line.strip().partition("{")
+    return head.split() + ([brace + tail] if brace else [])
 
 
 def spaced_table(lines: list[str], i: int, run: str | None = None) -> tuple[list[tuple[str, str, float]], int]:
@@ -169,7 +180,7 @@ def spaced_table(lines: list[str], i: int, run: str | None = None) -> tuple[list
     while j < len(lines) and set(lines[j].strip()) <= set("- "):  # a rule under the header
         j += 1
     while j < len(lines):
-        cells = COLUMNS.split(lines[j].strip())
+        cells = table_cells(lines[j], header)
         if len(cells) == len(header) + 1 and cells[0].isdigit():
             record, names, cells = f"{run or 'row'} trial {cells[0]}", header, cells[1:]
         elif len(cells) == len(header) and any(re.fullmatch(NUMBER, c) for c in cells):
@@ -182,6 +193,8 @@ def spaced_table(lines: list[str], i: int, run: str | None = None) -> tuple[list
         for name, cell in zip(names, cells):
             if re.fullmatch(NUMBER, cell):
                 rows.append((record, name, float(cell)))
+            elif cell.startswith("{"):  # a JSON column, setup_breakdown
+                rows += [(record, f"{name}.{q}", v) for q, v in flatten(json.loads(cell))]
             elif m := re.fullmatch(rf"(?P<low>{NUMBER})-(?P<high>{NUMBER})", cell):  # a range, "649-892"
                 rows += [(record, f"{name} low", float(m["low"])), (record, f"{name} high", float(m["high"]))]
         j += 1

@@ -1593,6 +1593,22 @@ def cpu_loader_rates() -> str:
     return table(["what one loader worker ships", "median img/s", "range"], body, "lrr")
 
 
+@figure("cpu-loader-rates-paths")
+def cpu_loader_rates_paths() -> str:
+    labels = {
+        "jpeg bytes (gpu decode)": "JPEG bytes of the 256-px copy (nvJPEG path)",
+        "decode + crop to 224 (cpu)": "decode + RandomResizedCrop to 224 (CPU path)",
+        "pixel copy (prepare=pixels)": "pixel copy batches (`prepare=pixels`)",
+    }
+    rates = loader_rates()
+    body = [[label, *rate_cells(rates[path])] for path, label in labels.items()]
+    return table(["path", "median img/s", "range"], body, "lrr")
+
+
+def rate_cells(rate: dict[str, float]) -> list[str]:
+    return [f"{rate['median img/s']:,.0f}", f"{rate['range low']:,.0f}-{rate['range high']:,.0f}"]
+
+
 @figure("cpu-pixel-copy-over-decode")
 def cpu_pixel_copy_over_decode() -> str:
     rates = loader_rates()
@@ -1985,6 +2001,86 @@ def h200_first_trial_throughput() -> str:
     rates = " / ".join(format(t["throughput"], ",.0f") for t in trials)
     batches = " / ".join(format(t["micro_batch_per_worker"], ".0f") for t in trials)
     return f"{rates} samples/s at micro batch {batches}"
+
+
+# --- seq_parallel at SP = 1 (docs/results/h200-seq-parallel-sp1), two H200s (h200x2-strong-scaling), 2-core readers ---
+
+
+def sp1_trials() -> list[dict]:
+    return sorted(summary("h200-seq-parallel-sp1"), key=lambda r: r["image_size"])
+
+
+@figure("h200-seq-parallel-sp1")
+def h200_seq_parallel_sp1() -> str:
+    body = [
+        [
+            str(r["image_size"]),
+            str((r["image_size"] // 16) ** 2),  # 16-px patches, no class token
+            f"{r['throughput']:.0f}",
+            f"{r['step_time_ms']:.1f}",
+            f"{r['peak_mem_gib']:.2f}",
+            f"{r['mfu']:.1%}",
+            f"{r['joules_per_sample']:.2f}",
+        ]
+        for r in sp1_trials()
+    ]
+    header = ["image size", "tokens", "samples/s", "step (ms)", "peak memory (GiB)", "MFU", "J/sample"]
+    return table(header, body, "rrrrrrr")
+
+
+@figure("h200-seq-parallel-sp1-costs")
+def h200_seq_parallel_sp1_costs() -> str:
+    small, large = sp1_trials()
+    return (
+        f"{(large['image_size'] / small['image_size']) ** 2:.0f}x the tokens costs "
+        f"{large['step_time_ms'] / small['step_time_ms']:.1f}x the step time and "
+        f"{large['peak_mem_gib'] / small['peak_mem_gib']:.1f}x the peak memory"
+    )
+
+
+def two_gpu_trials() -> list[dict[str, float]]:
+    runs = [run for record, run in records("h200x2-strong-scaling", "trials").items() if "num_workers" in run]
+    return sorted(runs, key=lambda r: r["num_workers"])
+
+
+@figure("h200x2-strong-scaling")
+def h200x2_strong_scaling() -> str:
+    body = [
+        [
+            f"{r['num_workers']:.0f}",
+            f"{r['micro_batch_per_worker']:.0f}",
+            f"{r['throughput']:,.0f}",
+            f"{r['timed_s']:.1f} s",
+            f"{r['peak_mem_gib']:.1f} GiB",
+            f"{r['setup_s']:.1f} s" + (" (a new shape: a new worker group)" if r["num_workers"] > 1 else ""),
+        ]
+        for r in two_gpu_trials()
+    ]
+    header = ["ranks", "micro batch per rank (global 256)", "samples/s", "timed training", "peak memory per rank"]
+    return table([*header, "`setup_s`"], body, "rrrrrr")
+
+
+@figure("h200x2-speedup")
+def h200x2_speedup() -> str:
+    one, two = two_gpu_trials()
+    speedup = two["throughput"] / one["throughput"]
+    return f"Speedup {speedup:.2f}x at 2 ranks (efficiency {speedup / 2:.2f})"
+
+
+@figure("cpu-reader-stages-all")
+def cpu_reader_stages_all() -> str:
+    stages = reader_stages("cpu-pixel-copy")
+
+    def at(name: str) -> str:
+        return f"{statistics.median(stages[name]):,.0f}"
+
+    def ranged(name: str, unit: str = "") -> str:
+        return f"{at(name)}{unit} ({min(stages[name]):,.0f}-{max(stages[name]):,.0f})"
+
+    return (
+        f"2 loader processes {ranged('worker processes', ' img/s')}, `read_batches` with 1 thread {at('threads 1')}, "
+        f'with 2 threads\n{ranged("threads 2")}. Its "crop on GPU" row ran on the CPU here ({at("crop on GPU")} img/s)'
+    )
 
 
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---

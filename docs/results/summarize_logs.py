@@ -162,25 +162,24 @@ BENCH_RATE = re.compile(
 )
 
 
-def table_cells(line: str, header: list[str]) -> list[str]:
-    """A row's cells: two or more spaces apart, or, under a header of one-word names, one or more (pandas'
-    right-aligned columns), a trailing JSON object one cell."""
-    cells = COLUMNS.split(line.strip())
-    if len(cells) in (len(header), len(header) + 1) or any(" " in name for name in header):
-        return cells
+def words(line: str) -> list[str]:
+    """A row split on whitespace, a trailing JSON object one cell."""
     head, brace, tail = line.strip().partition("{")
     return head.split() + ([brace + tail] if brace else [])
 
 
 def spaced_table(lines: list[str], i: int, run: str | None = None) -> tuple[list[tuple[str, str, float]], int]:
-    """The rows under a header of column names at line i (columns two or more spaces apart), and the line after.
-    A row with one cell more than the header starts with its index (gaps.py's trials: record ``new1 trial 0``)."""
-    header = COLUMNS.split(lines[i].strip())
+    """The rows under a header of column names at line i, and the line after. Columns are two or more spaces
+    apart, or, where the first row has as many words as the header (pandas' right-aligned tables of one-word
+    names), one or more. A row with one cell more than the header starts with its index (gaps.py's trials:
+    record ``new1 trial 0``)."""
     rows, j = [], i + 1
     while j < len(lines) and set(lines[j].strip()) <= set("- "):  # a rule under the header
         j += 1
+    by_words = j < len(lines) and len(words(lines[j])) in (len(lines[i].split()), len(lines[i].split()) + 1)
+    header = lines[i].split() if by_words else COLUMNS.split(lines[i].strip())
     while j < len(lines):
-        cells = table_cells(lines[j], header)
+        cells = words(lines[j]) if by_words else COLUMNS.split(lines[j].strip())
         if len(cells) == len(header) + 1 and cells[0].isdigit():
             record, names, cells = f"{run or 'row'} trial {cells[0]}", header, cells[1:]
         elif len(cells) == len(header) and any(re.fullmatch(NUMBER, c) for c in cells):

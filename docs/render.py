@@ -80,7 +80,7 @@ def number(text: str) -> object:
 def table(header: list[str], rows: list[list[str]], align: str) -> str:
     """A markdown table; ``align`` has one letter per column, l or r."""
     rule = "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"
-    lines = ["| " + " | ".join(cells) + " |" for cells in [header, *rows]]
+    lines = ["|" + "|".join(f" {cell} " if cell else " " for cell in cells) + "|" for cells in [header, *rows]]
     return "\n".join([lines[0], rule, *lines[1:]])
 
 

@@ -2144,6 +2144,49 @@ def h200_pixel_reader_sweeps_line() -> str:
     )
 
 
+# --- the bytecode cache, sweep by sweep (docs/results/h100-bytecode-cache, each call's table.txt) ---
+
+
+def cache_runs(*calls: str) -> list[tuple[str, dict[str, float]]]:
+    """The sweeps of the given calls in run order: (tag, its economy line's figures)."""
+    out = []
+    for call in calls:
+        out += [(tag, run) for tag, run in records("h100-bytecode-cache", f"{call}/table", "summary-logs.csv").items()]
+    return out
+
+
+STARTED = "first trial's phases.worker_started"  # seconds after Tune started the trial
+
+
+def cache_table(*calls: str) -> str:
+    body = []
+    for i, (tag, r) in enumerate(cache_runs(*calls)):
+        duty = f"{r['duty']:.3f}"
+        body.append(
+            [
+                tag + (" (cache empty at launch)" if i == 0 else ""),
+                f"{r['setup_s[0]']:.2f} s",
+                f"{r[STARTED]:.2f} s",
+                listed(setups(r)[1:], ".2f") + " s",
+                f"**{duty}**" if tag.startswith("new") else duty,
+                f"{r['launch to first step']:.1f} s",
+                f"{r['duty from launch']:.3f}",
+            ]
+        )
+    header = ["sweep (run order)", "first trial's `setup_s`", "its rank started it after", "later `setup_s`"]
+    return table([*header, "duty cycle", "first step from launch", "duty from launch"], body, "lrrrrrr")
+
+
+@figure("h100-bytecode-cache-host-a")
+def h100_bytecode_cache_host_a() -> str:
+    return cache_table("call1", "call2")
+
+
+@figure("h100-bytecode-cache-host-b")
+def h100_bytecode_cache_host_b() -> str:
+    return cache_table("call3")
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

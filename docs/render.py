@@ -84,6 +84,14 @@ def table(header: list[str], rows: list[list[str]], align: str) -> str:
     return "\n".join([lines[0], rule, *lines[1:]])
 
 
+WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+
+
+def count(n: int) -> str:
+    """A small count in words, as the docs' prose writes it."""
+    return WORDS[n] if n < len(WORDS) else str(n)
+
+
 def span(values: list[float], fmt: str) -> str:
     low, high = min(values), max(values)
     return format(low, fmt) if format(low, fmt) == format(high, fmt) else f"{low:{fmt}}-{high:{fmt}}"
@@ -2185,6 +2193,90 @@ def h100_bytecode_cache_host_a() -> str:
 @figure("h100-bytecode-cache-host-b")
 def h100_bytecode_cache_host_b() -> str:
     return cache_table("call3")
+
+
+@figure("h100-cache-on-h200")
+def h100_cache_on_h200() -> str:
+    """The cache's seven sweeps with the H200's rates in place of the H100s' timed training (section 1)."""
+    samples = 51_200  # issue 13's sweep: 51,200 synthetic samples a trial, micro batch 64 / 128 / 256
+    h200_timed = sum(samples / r["stack_img_s"] for r in bench_rows("compile", False))
+    with_cache = [(tag, r) for tag, r in cache_runs("call1", "call2", "call3", "call5") if tag.startswith("new")]
+    overheads = [r["wall_s"] - sum(setups(r, "timed_s")) for _, r in with_cache]
+    duties = [h200_timed / (h200_timed + o) for o in overheads]
+    return (
+        f"({h200_timed:.1f} s of timed training for the\nthree trials) and each sweep's own overhead (wall time less "
+        f"timed training, {span(overheads, '.1f')} s), the {count(len(duties))} sweeps\nwould give "
+        f"{span(duties, '.3f')} (median {statistics.median(duties):.3f})"
+    )
+
+
+@figure("h100-cache-floor")
+def h100_cache_floor() -> str:
+    floors = [
+        run["since_launch_s.first step"]
+        for run in records("h100-bytecode-cache", "call5/floor", "summary-logs.csv").values()
+    ]
+    (new4,) = [r for tag, r in cache_runs("call5") if tag == "new4"]
+    timeline = records("h100-bytecode-cache", "call5/timeline", "summary-logs.csv")["new4"]
+    ray_up = min(timeline.values())
+    bench_floor = records("h100-bytecode-cache", "call4/bench", "summary-logs.csv")["cold-process floor"]["first step"]
+    floor = statistics.median(floors)
+    return (
+        f"{floor:.2f} s ({min(floors):.2f}-{max(floors):.2f}, {count(len(floors))} processes); that host's sweep "
+        f"({new4['duty']:.3f}) started its first trial's first step {new4['setup_s[0]']:.2f} s\nafter Tune started "
+        f"the trial (within the floor + 3 s) and {new4['launch to first step']:.1f} s after its launch (the floor + "
+        f"{new4['launch to first step'] - floor:.1f} s, of\nwhich Ray's own start is {ray_up:.1f} s before the first "
+        f"actor's process). The bench's floor, the first process to\nfill an empty cache, was {bench_floor:.1f} s"
+    )
+
+
+@figure("h200-early-group-history")
+def h200_early_group_history() -> str:
+    runs = economy_runs("h200-early-group")
+    whole = [runs[tag] for tag in ("new2", "new3", "new4")]  # the whole change, beside a run of the code before
+    base = [r for tag, r in runs.items() if tag.startswith("base")]
+    return (
+        f"duty cycle median {statistics.median(r['duty'] for r in whole):.3f}\n"
+        f"({span([r['duty'] for r in whole], '.3f')}) against {statistics.median(r['duty'] for r in base):.3f} "
+        f"({span([r['duty'] for r in base], '.3f')}) for the code before on the same hosts, {runs['new5']['duty']:.3f} "
+        f"on a third; the\nfirst trial's first step {span([r['launch to first step'] for r in whole], '.0f')} s after "
+        f"launch, {early_group_gains('launch to first step', '.0f')} s sooner than before"
+    )
+
+
+@figure("h200-device-warm-history")
+def h200_device_warm_history() -> str:
+    runs = economy_runs("h200-device-warm")
+    fast = [r for r in runs.values() if r["call"] in ("call1", "call2")]
+    slow = [r for r in runs.values() if r["call"] == "call3"]
+    (last,) = [r for r in runs.values() if r["call"] == "call4"]
+    reached = sorted(r["duty"] for r in runs.values() if r["duty"] >= 0.85)
+    floor = records("h200-device-warm", "call4/floor")["line 1"]["since_launch_s.first step"]
+    return (
+        f"0.85 reached in {count(len(reached))}, {' and '.join(format(d, '.3f') for d in reached)}, on the two faster "
+        f"hosts,\n"
+        f"whose {count(len(fast))} sweeps gave median {statistics.median(r['duty'] for r in fast):.3f} "
+        f"({span([r['duty'] for r in fast], '.3f')}); {span([r['duty'] for r in slow], '.3f')} on the third; the code "
+        f"at f277de2,\non a fourth host: {last['duty']:.3f}, its first step {last['launch to first step']:.1f} s after "
+        f"launch against a cold-process floor of {floor:.1f} s"
+    )
+
+
+@figure("h200-8fca4fc-duty-cycles")
+def h200_8fca4fc_duty_cycles() -> str:
+    controller = [r for tag, r in economy_runs("h200-torch-free-controller").items() if tag.startswith("new")]
+    preload = economy_runs("h200-rank-preload")
+    one_host = [*(r["duty"] for r in controller), preload["mid1"]["duty"]]
+    return f"{listed(one_host, '.3f')} (one host) and {preload['new1']['duty']:.3f}"
+
+
+@figure("h200-rank-preload-best")
+def h200_rank_preload_best() -> str:
+    mid1 = economy_runs("h200-rank-preload")["mid1"]
+    later = statistics.median(setups(mid1)[1:])
+    return (
+        f"{mid1['duty']:.3f} with later trials' median `setup_s` {later:.2f} s (of its economy line's rounded figures)"
+    )
 
 
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---

@@ -22,6 +22,8 @@ round or line of it), ``quantity`` and ``value`` (a number). What it reads, line
 * the bench's result lines, ``input pipeline alone, decode cpu: 6317 img/s = 2.34 x the model (2699 img/s)``
   and ``full stack: 2657 img/s = 0.984 x synthetic, data_wait_fraction 0.0002`` (record: the label;
   quantities ``img/s``, ``ratio``, ``data_wait_fraction``);
+* the bench's floor line, ``cold-process floor (batch 256): 29.6 s to the first step's end; phases end at s:
+  import torch 5.1, ...`` (record ``cold-process floor``; quantities the phases, ``first step``);
 * a table of columns two or more spaces apart under a header of names (the bench's ``batch  compile  plain img/s
   ...``; record: the first column's name and value, and the second's where it is not a number);
 * ``python -m raysweep.tune``'s closing trial table (record: the trial id) and its line
@@ -156,6 +158,10 @@ def trial_table(lines: list[str], i: int) -> tuple[list[tuple[str, str, float]],
 # what an experiment's runs printed: terminal output and logs, and the run scripts' tables
 SOURCES = ("*.log", "*.jsonl", "table.txt", "timeline.txt", "gaps.txt", "trials.txt")
 COLUMNS = re.compile(r"\s{2,}")
+BENCH_FLOOR = re.compile(
+    rf"^cold-process floor \(batch \d+\): (?P<floor>{NUMBER}) s to the first step's end; "
+    r"phases end at s: (?P<phases>.*)$"
+)
 BENCH_RATE = re.compile(
     rf"^\s*(?P<label>[A-Za-z][^:]*?): (?P<rate>{NUMBER}) img/s(?: = (?P<ratio>{NUMBER}) x [^,]*)?"
     rf"(?:, data_wait_fraction (?P<wait>{NUMBER}))?"
@@ -240,7 +246,10 @@ def rows_of(text: str) -> list[tuple[str, str, float]]:
         if (found := json_rows(line, i)) is not None:
             rows += found
             continue
-        if m := BENCH_RATE.match(line):
+        if m := BENCH_FLOOR.match(line):
+            phases = re.findall(rf"([a-z][\w. ]*?) ({NUMBER})(?:,|$)", m["phases"])
+            rows += [("cold-process floor", name.strip(), float(value)) for name, value in phases]
+        elif m := BENCH_RATE.match(line):
             quantities = {"rate": "img/s", "ratio": "ratio", "wait": "data_wait_fraction"}
             rows += [(m["label"], q, float(m[k])) for k, q in quantities.items() if m[k] is not None]
         elif m := AB_RUN.match(line):

@@ -2371,6 +2371,162 @@ def h200_first_trial_floor_history() -> str:
     )
 
 
+@figure("cpu-early-group-history")
+def cpu_early_group_history() -> str:
+    def runs(metric: str) -> Runs:
+        return ab_metric("cpu-early-group", metric)
+
+    first, duty = runs("first setup_s"), runs("duty_cycle")
+    step, launch = runs("launch to first step"), runs("duty from launch")
+    every_pair(base_minus_new(first), "faster", ".1f")
+    every_pair(base_minus_new(duty), "higher", ".2f")
+    return (
+        f"first trial {median_of(first('base'), '.1f', ' s')} -> {median_of(first('new'), '.1f', ' s', bold=True)}\n"
+        f"and duty cycle {statistics.median(duty('base')):.3f} -> **{statistics.median(duty('new')):.3f}**, in every "
+        f"pair; from launch no difference beyond the spread (first step\n{statistics.median(step('base')):.1f} against "
+        f"{statistics.median(step('new')):.1f} s, duty cycle {statistics.median(launch('base')):.3f} against "
+        f"{statistics.median(launch('new')):.3f})"
+    )
+
+
+@figure("h200-early-group-timeline")
+def h200_early_group_timeline() -> str:
+    runs = economy_runs("h200-early-group")
+    new5 = runs["new5"]
+    events = records("h200-early-group", "call4/timeline")["new5"]
+    ray_up = events["Ray's first idle worker process (16 in all): Ray is up"]
+    floor = records("h200-early-group", "call4/floor")["line 1"]["since_launch_s.first step"]
+    step = events["its first step"]
+    timed = sum(setups(runs["new4"], "timed_s"))  # a sweep of the whole change, host E's
+    return (
+        f"duty cycle {new5['duty']:.3f}, {new5['duty from launch']:.3f} from launch): Ray up {ray_up:.1f} s after "
+        f"launch, Train's\ncontroller process at {events['process started: TrainController']:.1f} s, the worker's "
+        f"process at "
+        f"{events['process started: RayTrainWorker']:.1f} s, Tune's first trial at "
+        f"{events['Tune starts the first trial']:.1f} s, the first\nstep at {step:.1f} s, against a cold-process floor "
+        f"of {floor:.1f} s on that host (the floor + {step - floor:.0f} s from launch; + 3 s\nis the target). At 0.85 "
+        f"a sweep of {timed:.0f} s of timed training allows the first trial {timed / 0.85 - timed:.1f} s from its start"
+    )
+
+
+def device_warm_first_setups(first: str, second: str) -> str:
+    """Per host, the first trial's setup_s of one run less another's, as 'x and y s'."""
+    runs = economy_runs("h200-device-warm")
+    diffs = [runs[f"{first}{n}"]["setup_s[0]"] - runs[f"{second}{n}"]["setup_s[0]"] for n in (2, 3)]
+    return " and ".join(format(d, "+.2f") for d in diffs) + " s"
+
+
+@figure("h200-device-warm-thread")
+def h200_device_warm_thread() -> str:
+    return device_warm_first_setups("new", "nowarm")
+
+
+@figure("h200-device-warm-idle-workers")
+def h200_device_warm_idle_workers() -> str:
+    return device_warm_first_setups("nowarm", "base")
+
+
+@figure("h200-device-warm-first-steps")
+def h200_device_warm_first_steps() -> str:
+    modes: dict[str, list[float]] = {"plain": [], "warm": []}
+    for record, run in records("h200-device-warm", "call3/probe").items():
+        modes[record.split()[1]].append(run["first step"])
+    return f"first step {median_of(modes['plain'], '.2f', ' s')} without,\n{median_of(modes['warm'], '.2f', ' s')} with"
+
+
+@figure("cpu-no-prestart-history")
+def cpu_no_prestart_history() -> str:
+    def runs(metric: str) -> Runs:
+        return ab_metric("cpu-no-prestart", metric)
+
+    first, duty, launch = runs("first setup_s"), runs("duty_cycle"), runs("duty from launch")
+    return (
+        f"first trial {median_of(first('base'), '.1f', ' s')} against {median_of(first('new'), '.1f', ' s')}, duty "
+        f"cycle {statistics.median(duty('base')):.3f} against {statistics.median(duty('new')):.3f}, from launch\n"
+        f"{statistics.median(launch('base')):.3f} against {statistics.median(launch('new')):.3f}"
+    )
+
+
+@figure("cpu-torch-free-controller-history")
+def cpu_torch_free_controller_history() -> str:
+    def runs(metric: str) -> Runs:
+        return ab_metric("cpu-torch-free-controller", metric)
+
+    gaps = timeline_gap(
+        "cpu-torch-free-controller", "process started: TrainController", "process started: RayTrainWorker"
+    )
+    first, duty, step = runs("first setup_s"), runs("duty_cycle"), runs("launch to first step")
+    every_pair(base_minus_new(gaps), "sooner", ".2f")
+    every_pair(base_minus_new(first), "lower", ".2f")
+    base_gap, new_gap = gaps("base"), gaps("new")
+    return (
+        f"**{statistics.median(base_gap) - statistics.median(new_gap):.1f} s\nsooner** "
+        f"({statistics.median(base_gap):.2f} s, "
+        f"{span(base_gap, '.2f')}, against {statistics.median(new_gap):.2f} s, {span(new_gap, '.2f')}, after its own "
+        f"start, in every pair; first\nreported as 0.8 s from the `.out` files' ctimes, which later writes move: "
+        f"`timeline.py` now reads each\nprocess's start from its core-worker log), the first trial's `setup_s`\n"
+        f"{median_of(first('base'), '.2f', ' s')} -> {median_of(first('new'), '.2f', ' s', bold=True)}, lower in every "
+        f"pair, duty cycle {statistics.median(duty('base')):.3f} -> {statistics.median(duty('new')):.3f}; from launch\n"
+        f"no difference beyond the spread (first step {statistics.median(step('base')):.1f} against "
+        f"{statistics.median(step('new')):.1f} s)"
+    )
+
+
+@figure("h200-torch-free-controller-history")
+def h200_torch_free_controller_history() -> str:
+    runs = economy_runs("h200-torch-free-controller")
+    new = [r for tag, r in runs.items() if tag.startswith("new")]
+    (base,) = [r for tag, r in runs.items() if tag.startswith("base")]
+    floor = records("h200-torch-free-controller", "call1/floor")["line 1"]["since_launch_s.first step"]
+    later = [v for r in runs.values() for v in setups(r)[1:]]
+    duties = [format(r["duty"], ".3f") for r in new]
+    duties[-1] = f"**{duties[-1]}**"
+    return (
+        f"cold-process floor {floor:.1f} s first on cold\ncaches): duty cycle {' and '.join(duties)} against "
+        f"{base['duty']:.3f}, first trial's `setup_s` {' and '.join(format(r['setup_s[0]'], '.2f') for r in new)} s "
+        f"against {base['setup_s[0]']:.2f} s,\nlater trials {span(later, '.2f')} s, first step "
+        f"{' and '.join(format(r['launch to first step'], '.1f') for r in new)} s after launch against "
+        f"{base['launch to first step']:.1f} s"
+    )
+
+
+@figure("tried-preload-history")
+def tried_preload_history() -> str:
+    first = ab_metric("tried-preload", "first setup_s", "cpu-ab")
+    diffs = measured("tried-preload", "cpu-ab", "first-trial difference")
+    base = measured("tried-preload", "h200-base1", "setup_s")[0]
+    new = measured("tried-preload", "h200-new2", "setup_s")[0]
+    return (
+        f"slower in {sum(v < 0 for v in diffs)}\nof {len(diffs)} alternated pairs (median "
+        f"{statistics.median(first('base')):.1f} -> {statistics.median(first('new')):.1f} s); on an H200, one pair, "
+        f"{base:.2f} -> {new:.2f} s"
+    )
+
+
+@figure("cpu-rank-preload-history")
+def cpu_rank_preload_history() -> str:
+    worker = timeline_gap("cpu-rank-preload", "process started: RayTrainWorker", "its first step")
+    first = ab_metric("cpu-rank-preload", "first setup_s")
+    duty = ab_metric("cpu-rank-preload", "duty_cycle")
+    gains = base_minus_new(worker)
+    assert all(g > 0 for g in gains), gains  # the text says: sooner in every pair
+    return (
+        f"worker's process start to its first step came {span(gains, '.1f')} s sooner in every pair but the first "
+        f"trial's `setup_s`\n({statistics.median(first('base')):.2f} against {statistics.median(first('new')):.2f} s) "
+        f"and the duty cycle ({statistics.median(duty('base')):.3f} against {statistics.median(duty('new')):.3f})"
+    )
+
+
+@figure("h200-rank-preload-pair")
+def h200_rank_preload_pair() -> str:
+    runs = economy_runs("h200-rank-preload")
+    new1, mid1 = runs["new1"], runs["mid1"]
+    return (
+        f"**{new1['setup_s[0]']:.2f} s with it against {mid1['setup_s[0]']:.2f} s\nwithout** (duty cycle "
+        f"{new1['duty']:.3f} against {mid1['duty']:.3f}"
+    )
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

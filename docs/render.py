@@ -6,8 +6,11 @@
 A figure is a block of the markdown between two comments, ``<!-- figure:NAME -->`` and ``<!-- /figure -->``,
 whose text this script owns: it is replaced by what the function registered as NAME returns, computed from
 a summary table under ``docs/results/<experiment>/`` (that experiment's README gives the command, date,
-hardware and versions; its script wrote the table). ``tests/test_docs_render.py`` fails when a committed
-block differs from its rendering, so a figure cannot be edited by hand nor drift from its summary.
+hardware and versions; its script wrote the table): ``summary.csv``, one row per trial
+(``summarize_sweep.py``), or the long table of the figures its runs printed (``summarize_logs.py``: source,
+record, quantity, value; ``summary-logs.csv`` beside a sweep's ``summary.csv``), or an experiment's own
+``summarize.py``'s. ``tests/test_docs_render.py`` fails when a committed block differs from its rendering,
+so a figure cannot be edited by hand nor drift from its summary.
 """
 
 from __future__ import annotations

@@ -2530,6 +2530,58 @@ def h200_rank_preload_pair() -> str:
     )
 
 
+@figure("h100-bytecode-cache-host-a-summary")
+def h100_bytecode_cache_host_a_summary() -> str:
+    runs = cache_runs("call1", "call2")
+    new = [r for tag, r in runs if tag.startswith("new")]
+    base = [r for tag, r in runs if tag.startswith("base")]
+    warm = [r for tag, r in runs if tag in ("new2", "new3")]  # once the cache holds the modules
+    duty_new, duty_base = [r["duty"] for r in new], [r["duty"] for r in base]
+    assert min(duty_new) > max(duty_base)  # the text says: every sweep's above every one without
+    gains = [b["launch to first step"] - n["launch to first step"] for n in warm for b in base]
+    return (
+        f"duty cycle **{statistics.median(duty_new):.3f}** ({span(duty_new, '.3f')}) against "
+        f"{statistics.median(duty_base):.3f} ({span(duty_base, '.3f')}), the first trial's `setup_s`\n"
+        f"{median_of([r['setup_s[0]'] for r in new], '.2f', ' s')} against "
+        f"{statistics.median(r['setup_s[0]'] for r in base):.1f} s ({span([r['setup_s[0]'] for r in base], '.2f')}), "
+        f"every sweep's above every one without; later trials'\n`setup_s` "
+        f"{span([v for r in new for v in setups(r)[1:]], '.2f')} s (target 5 s), `teardown_s` "
+        f"{span([v for r in new + base for v in setups(r, 'teardown_s')], '.3f')} s. Once the cache holds the modules "
+        f"(new2, new3)\nthe first step comes {span(gains, '.0f')} s sooner after launch "
+        f"({' and '.join(format(r['launch to first step'], '.1f') for r in warm)} s against "
+        f"{' and '.join(format(v, '.1f') for v in sorted(r['launch to first step'] for r in base))} s)"
+    )
+
+
+@figure("h100-bytecode-cache-host-b-summary")
+def h100_bytecode_cache_host_b_summary() -> str:
+    runs = cache_runs("call3")
+    new = [r for tag, r in runs if tag.startswith("new")]
+    (base,) = [r for tag, r in runs if tag.startswith("base")]
+    later = [v for r in new for v in setups(r)[1:]]
+    host_a_base = [r["duty"] for tag, r in cache_runs("call1", "call2") if tag.startswith("base")]
+    return (
+        f"duty cycle **{statistics.median(r['duty'] for r in new):.3f}** ({span([r['duty'] for r in new], '.3f')}), "
+        f"later trials' `setup_s` median {statistics.median(later):.2f} s ({span(later, '.2f')}),\n`teardown_s` "
+        f"{span([v for r in new for v in setups(r, 'teardown_s')], '.3f')} s, the first trial's `setup_s` "
+        f"{median_of([r['setup_s[0]'] for r in new], '.2f', ' s')}. This host is faster than\ncall1's: its one sweep "
+        f"without the cache reached {base['duty']:.3f} (call1/call2's host: {listed(sorted(host_a_base), '.3f')}), "
+        f"below every sweep\nwith it"
+    )
+
+
+@figure("h100-bytecode-cache-both-hosts")
+def h100_bytecode_cache_both_hosts() -> str:
+    runs = cache_runs("call1", "call2", "call3")
+    new = [r["duty"] for tag, r in runs if tag.startswith("new")]
+    base = [r["duty"] for tag, r in runs if tag.startswith("base")]
+    return (
+        f"the {count(len(new))} sweeps with the cache: duty cycle {statistics.median(new):.3f} ({span(new, '.3f')}),\n"
+        f"every one at or above {min(new):.3f}; the {count(len(base))} without: {statistics.median(base):.3f} "
+        f"({span(base, '.3f')})"
+    )
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

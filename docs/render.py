@@ -2613,6 +2613,82 @@ def h200_first_trial_floor_summary() -> str:
     )
 
 
+def breakdown(trial: dict) -> dict[str, float]:
+    """A trial's setup_breakdown: seconds from its start at which each phase of its set-up ended."""
+    return json.loads(trial["setup_breakdown"])
+
+
+@figure("h200-jpeg-prefetch-steps")
+def h200_jpeg_prefetch_steps() -> str:
+    trials = prefetch_trials()
+    (steps,) = {r["timed_steps"] for r in trials}
+    (gpu,) = [r for r in trials if r["dataset"] == "imagefolder" and r["decode"] == "gpu"]
+    others = [r["step_time_p95_ms"] for r in trials if r is not gpu]
+    return (
+        f"{steps} timed steps each. The GPU-decode trial's step time p95 is {gpu['step_time_p95_ms']:.1f} ms against "
+        f"{span(others, '.0f')} ms for the others"
+    )
+
+
+@figure("h200-jpeg-prefetch-setup")
+def h200_jpeg_prefetch_setup() -> str:
+    trials = prefetch_trials()
+    phases = {(r["dataset"], r["decode"]): breakdown(r) for r in trials}
+
+    def added(decode: str) -> str:
+        b = phases["imagefolder", decode]
+        index, batch = b["data_loaded"] - b["worker_started"], b["first_step"] - b["engine_ready"]
+        return f"{index:.2f} + {batch:.2f} = {index + batch:.2f} s ({decode})"
+
+    synthetic = max(
+        (b["data_loaded"] - b["worker_started"]) + (b["first_step"] - b["engine_ready"])
+        for (dataset, _), b in phases.items()
+        if dataset == "synthetic"
+    )
+    started = [breakdown(r)["worker_started"] for r in trials]
+    (gpu,) = [r for r in trials if r["dataset"] == "imagefolder" and r["decode"] == "gpu"]
+    (cpu,) = [r for r in trials if r["dataset"] == "imagefolder" and r["decode"] == "cpu"]
+    first, later = [r for r in trials if r["dataset"] == "synthetic"]
+    return (
+        f"{added('gpu')} and {added('cpu')}, against {synthetic:.2f} s for synthetic. The trials'\n`setup_s` totals, "
+        f"though, are dominated by when the worker process started (`worker_started` {listed(started, '.1f')} s in "
+        f"run order), which varies by {max(started) - min(started):.0f} s between trials of the same sweep: the "
+        f"imagefolder gpu\ntrial's setup is {gpu['setup_s'] - later['setup_s']:.1f} s over the later synthetic trial "
+        f"({later['setup_s']:.1f} s) and {first['setup_s'] - gpu['setup_s']:.1f} s under the first "
+        f"({first['setup_s']:.1f} s); the\nimagefolder cpu trial's is {later['setup_s'] - cpu['setup_s']:.1f} s under "
+        f"the later synthetic one"
+    )
+
+
+@figure("h200-jpeg-shared")
+def h200_jpeg_shared() -> str:
+    body = [
+        [
+            r["dataset"],
+            f"{r['throughput']:.1f}",
+            short_wait(r["data_wait_fraction"]),
+            f"{r['setup_s']:.1f} (the sweep's first trial: cold processes)" if i == 0 else f"{r['setup_s']:.2f}",
+            f"{r['warmup_s']:.2f}",
+            f"{r['timed_s']:.1f}",
+        ]
+        for i, r in enumerate(prefetch_trials("h200_jpeg_shared"))
+    ]
+    return table(["dataset", "samples/s", "data wait", "setup (s)", "warmup (s)", "timed (s)"], body, "lrrrrr")
+
+
+@figure("h200-jpeg-shared-setup")
+def h200_jpeg_shared_setup() -> str:
+    _, jpeg = prefetch_trials("h200_jpeg_shared")
+    b = breakdown(jpeg)
+    later = [v for values in later_setups(shared_modes("h200-shared-workers")[0]) for v in values]
+    return (
+        f"started in {jpeg['setup_s']:.2f} s: index {b['data_loaded'] - b['worker_started']:.2f} s, first batch "
+        f"{b['first_step'] - b['engine_ready']:.2f} s (`setup_breakdown`); later synthetic\ntrials with shared workers "
+        f"start in {span(later, '.2f')} s (`docs/results/h200-shared-workers/`), so the folder adds\n**about "
+        f"{jpeg['setup_s'] - max(later):.1f}-{jpeg['setup_s'] - min(later):.1f} s**"
+    )
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

@@ -2689,6 +2689,45 @@ def h200_jpeg_shared_setup() -> str:
     )
 
 
+@figure("h200-shared-workers-throughput")
+def h200_shared_workers_throughput() -> str:
+    shared, per_trial = shared_modes("h200-shared-workers")
+
+    def rates(sweeps: dict[str, list[dict]], batch: int) -> str:
+        return " and ".join(
+            f"{r['throughput']:.0f}"
+            for trials in sweeps.values()
+            for r in trials
+            if r["micro_batch_per_worker"] == batch
+        )
+
+    memory = sorted({round(r["peak_mem_gib"], 2) for trials in shared.values() for r in trials})
+    return (
+        f"micro batch 128: {rates(shared, 128)}\nagainst {rates(per_trial, 128)} samples/s; 256: {rates(shared, 256)} "
+        f"against {rates(per_trial, 256)}; 64 (each sweep's first trial):\n{rates(shared, 64)} against "
+        f"{rates(per_trial, 64)}. Peak memory per trial is the same to 0.01 GiB ({listed(memory, '.2f')}\nGiB)"
+    )
+
+
+@figure("h200-shared-workers-breakdown")
+def h200_shared_workers_breakdown() -> str:
+    shared, per_trial = shared_modes("h200-shared-workers")
+    later = [breakdown(r) for trials in shared.values() for r in trials[1:]]
+    per = [breakdown(r) for trials in per_trial.values() for r in trials[1:]]
+
+    def phase(phases: list[dict[str, float]], end: str, start: str, fmt: str = ".2f") -> str:
+        return span([b[end] - b[start] for b in phases], fmt)
+
+    return (
+        f"a worker picks it up at {span([b['worker_started'] for b in later], '.2f')} s; model "
+        f"{phase(later, 'model_built', 'data_loaded')} s, engine {phase(later, 'engine_ready', 'model_built')} s.\n"
+        f"In a run per trial the worker starts at {span([b['worker_started'] for b in per], '.1f')} s (trial actor, "
+        f"Train controller, placement\ngroup, worker actor, process group, imports), the model is built "
+        f"{phase(per, 'model_built', 'data_loaded', '.1f')} s later and the engine\n"
+        f"{phase(per, 'engine_ready', 'model_built', '.1f')} s after that"
+    )
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

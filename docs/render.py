@@ -2728,6 +2728,53 @@ def h200_shared_workers_breakdown() -> str:
     )
 
 
+@figure("h200-early-group-new5")
+def h200_early_group_new5() -> str:
+    events = records("h200-early-group", "call4/timeline")["new5"]
+    ray_up = events["Ray's first idle worker process (16 in all): Ray is up"]
+    controller, worker = events["process started: TrainController"], events["process started: RayTrainWorker"]
+    step = events["its first step"]
+    floor = records("h200-early-group", "call4/floor")["line 1"]["since_launch_s.first step"]
+    return (
+        f"Ray up (its first\nidle worker process) at {ray_up:.1f}; Train's controller process at {controller:.1f}; the "
+        f"worker's process at {worker:.1f} (the\ncontroller's start, imports and placement group: "
+        f"{worker - controller:.1f} s); Tune starts the first trial at {events['Tune starts the first trial']:.1f}; "
+        f"the first\nstep at {step:.1f}, "
+        f"{step - worker:.1f} s after the worker's process started (its imports of torch, timm and DeepSpeed, the\n"
+        f"process group, then model, engine and step). The same host's cold-process floor (`call4/floor.log`, the\n"
+        f"host's first process): {floor:.1f} s, so the first step came at the floor + {step - floor:.1f} s from launch"
+    )
+
+
+@figure("h200-overlap")
+def h200_overlap() -> str:
+    modes: dict[str, dict[str, list[float]]] = {"plain": {}, "thread": {}}
+    for record, run in records("h200-early-group", "call2/overlap").items():
+        for quantity, value in run.items():
+            modes[record.split()[0]].setdefault(quantity, []).append(value)
+
+    def listed_and(values: list[float]) -> str:
+        return " and ".join(format(v, ".1f") for v in values)
+
+    return (
+        f"`ray.train.torch` ready {listed_and(modes['plain']['ready'])} s after `import ray` when imported after "
+        f"`ray.init`,\n{listed_and(modes['thread']['ready'])} s when imported on a thread beside it (`ray.init` itself "
+        f"{span(modes['plain']['ray.init'], '.1f')} s alone, {span(modes['thread']['ray.init'], '.1f')} s with "
+        f"the\nthread)"
+    )
+
+
+@figure("h200-early-group-host-c-floor")
+def h200_early_group_host_c_floor() -> str:
+    floor = records("h200-early-group", "call1/floor")["line 1"]["since_launch_s.first step"]
+    new1 = economy_runs("h200-early-group")["new1"]
+    return (
+        f"({floor:.2f} s,\nthe host's first process, disk cache cold): by `setup_s`, {new1['setup_s[0]']:.2f} s, it is "
+        f"within it, but only because its\nworkers now start before Tune starts it; from launch its first step comes "
+        f"at {new1['launch to first step']:.1f} s, the floor + {new1['launch to first step'] - floor:.1f} s"
+    )
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

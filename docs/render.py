@@ -2775,6 +2775,48 @@ def h200_early_group_host_c_floor() -> str:
     )
 
 
+def device_warm_pairs(first: str, second: str, key: str) -> list[float]:
+    runs = economy_runs("h200-device-warm")
+    return [runs[f"{first}{n}"][key] - runs[f"{second}{n}"][key] for n in (2, 3)]
+
+
+@figure("h200-device-warm-thread-sweeps")
+def h200_device_warm_thread_sweeps() -> str:
+    runs = economy_runs("h200-device-warm")
+    setup = device_warm_pairs("new", "nowarm", "setup_s[0]")
+    step = device_warm_pairs("new", "nowarm", "launch to first step")
+    return (
+        f"the first trial's `setup_s` {' and '.join(format(v, '+.2f') + ' s' for v in setup)}, the\nfirst step "
+        f"after launch {' and '.join(format(v, '+.1f') + ' s' for v in step)}: **no difference beyond the spread**. "
+        f"Later trials' `setup_s`\nwere {span([v for r in runs.values() for v in setups(r)[1:]], '.2f')} s in every "
+        f"sweep, `teardown_s` {span([v for r in runs.values() for v in setups(r, 'teardown_s')], '.3f')} s"
+    )
+
+
+@figure("h200-device-warm-no-prestart")
+def h200_device_warm_no_prestart() -> str:
+    setup = device_warm_pairs("nowarm", "base", "setup_s[0]")
+    step = device_warm_pairs("nowarm", "base", "launch to first step")
+    return (
+        f"first trial's `setup_s` {' and '.join(format(v, '+.2f') + ' s' for v in setup)}, first step after launch\n  "
+        f"{' and '.join(format(v, '+.1f') + ' s' for v in step)}"
+    )
+
+
+@figure("h200-device-warm-floor")
+def h200_device_warm_floor() -> str:
+    new4 = economy_runs("h200-device-warm")["new4"]
+    floor = records("h200-device-warm", "call4/floor")["line 1"]["since_launch_s.first step"]
+    step = new4["launch to first step"]
+    return (
+        f"**{floor:.1f} s** to its first step; the sweep's first trial's first step\n**{step:.1f} s** after launch "
+        f"(the floor + {step - floor:.1f} s; + 3 s is issue 13's target), its `setup_s` {new4['setup_s[0]']:.1f} s, "
+        f"later\ntrials {' and '.join(format(v, '.2f') for v in setups(new4)[1:])} s, `teardown_s` "
+        f"{max(setups(new4, 'teardown_s')):.3f} s, **duty cycle {new4['duty']:.3f}** ({new4['duty from launch']:.3f} "
+        f"from launch)"
+    )
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

@@ -2817,6 +2817,54 @@ def h200_device_warm_floor() -> str:
     )
 
 
+@figure("h200-rank-preload-first-trial")
+def h200_rank_preload_first_trial() -> str:
+    timeline = records("h200-rank-preload", "timeline")
+    runs = economy_runs("h200-rank-preload")
+
+    def before(tag: str) -> float:
+        return timeline[tag]["Tune starts the first trial"] - timeline[tag]["process started: RayTrainWorker"]
+
+    return (
+        f"its worker process started {before('new1'):.1f} s before Tune's first trial\n(against {before('mid1'):.1f} s "
+        f"in mid1) and still reached its first step {runs['new1']['setup_s[0]']:.1f} s after the trial's start, "
+        f"against {runs['mid1']['setup_s[0]']:.1f} s"
+    )
+
+
+@figure("h200-rank-preload-wall")
+def h200_rank_preload_wall() -> str:
+    gaps = records("h200-rank-preload", "gaps")
+    trials = [run for record, run in gaps.items() if record.startswith("mid1 trial")]
+    rest = sum(t["epoch_rest"] + t["after_train"] + t["teardown"] + t["next_gap"] for t in trials)
+    return (
+        f"Its wall time of {gaps['mid1']['wall']:.1f} s is {sum(t['timed'] for t in trials):.1f} s of timed "
+        f"training,\n{sum(t['setup'] for t in trials):.2f} s of set-up ({trials[0]['setup']:.2f} s of it the first "
+        f"trial's), {sum(t['warmup'] for t in trials):.2f} s of warm-up steps and {rest:.2f} s of everything else"
+    )
+
+
+@figure("h200-torch-free-controller-timeline")
+def h200_torch_free_controller_timeline() -> str:
+    timeline = records("h200-torch-free-controller", "call1/timeline")
+    new = [run for tag, run in timeline.items() if tag.startswith("new")]
+    base = [run for tag, run in timeline.items() if tag.startswith("base")]
+
+    def ready(runs: list[dict[str, float]]) -> list[float]:
+        return [r["process started: TrainController"] for r in runs]
+
+    def gap(runs: list[dict[str, float]]) -> list[float]:
+        return [r["process started: RayTrainWorker"] - r["process started: TrainController"] for r in runs]
+
+    def joined(values: list[float]) -> str:
+        return " and ".join(format(v, ".1f") for v in values)
+
+    return (
+        f"Train's controller's actor is ready {joined(ready(new))} s after launch in NEW and starts its worker's\n"
+        f"actor {joined(gap(new))} s later, against {joined(ready(base))} s and {joined(gap(base))} s in BASE"
+    )
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

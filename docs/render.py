@@ -2865,6 +2865,12 @@ def h200_torch_free_controller_timeline() -> str:
     )
 
 
+@figure("cpu-no-prestart-pairs-3-4")
+def cpu_no_prestart_pairs_3_4() -> str:
+    step = ab_metric("cpu-no-prestart", "launch to first step")
+    return f"BASE {listed(step('base')[2:4], '.1f')} s; NEW {listed(step('new')[2:4], '.1f')} s"
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

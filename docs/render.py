@@ -2871,6 +2871,64 @@ def cpu_no_prestart_pairs_3_4() -> str:
     return f"BASE {listed(step('base')[2:4], '.1f')} s; NEW {listed(step('new')[2:4], '.1f')} s"
 
 
+@figure("h200-8fca4fc-one-host")
+def h200_8fca4fc_one_host() -> str:
+    controller = economy_runs("h200-torch-free-controller")
+    mid1 = economy_runs("h200-rank-preload")["mid1"]
+    first, second = controller["new1"]["duty"], controller["new2"]["duty"]
+    return f"{mid1['duty']:.3f}; {first:.3f} on its host's first, cold sweep; {second:.3f}"
+
+
+@figure("h100-rank-imports")
+def h100_rank_imports() -> str:
+    """Without the cache, how long the first trial waited for its rank (setup_breakdown's worker_started)."""
+    waits = [r[STARTED] for tag, r in cache_runs("call1", "call2") if tag.startswith("base")]  # host A's
+    waits += [r[STARTED] for r in records("h100-first-step", "table").values() if STARTED in r]
+    return f"{span(waits, '.1f')} s"
+
+
+@figure("h200-early-group-before")
+def h200_early_group_before() -> str:
+    base = [r["launch to first step"] for tag, r in economy_runs("h200-early-group").items() if tag.startswith("base")]
+    return f"{span(base, '.1f')} s"
+
+
+@figure("h200-pixel-copy-met")
+def h200_pixel_copy_met() -> str:
+    stack = records("h200-pixel-copy", "bench")["full stack"]
+    shared_synthetic, shared_jpeg = prefetch_trials("h200_jpeg_shared")
+    trials = prefetch_trials()
+    (cpu,) = [r for r in trials if r["dataset"] == "imagefolder" and r["decode"] == "cpu"]
+    return (
+        f"({stack['ratio']:.3f}x, {stack['data_wait_fraction']:.4f}), as with CPU decode before "
+        f"({shared_jpeg['throughput'] / shared_synthetic['throughput']:.3f}x and {over_synthetic(cpu, trials):.3f}x)"
+    )
+
+
+@figure("h200-pixel-reader-met")
+def h200_pixel_reader_met() -> str:
+    stack = records("h200-pixel-reader", "bench")["full stack"]
+    return f"({stack['ratio']:.3f}x, {stack['data_wait_fraction']:.4f})"
+
+
+@figure("h200-pixel-reader-first-try-stack")
+def h200_pixel_reader_first_try_stack() -> str:
+    first = records("h200-pixel-reader", "first-try")
+    return (
+        f"{first['threads']['median']:,.0f} img/s, and the full stack fell to {first['full stack']['ratio']:.3f}x "
+        f"synthetic with data wait {first['full stack']['data_wait_fraction']:.4f}"
+    )
+
+
+@figure("h200-pixel-reader-first-batch")
+def h200_pixel_reader_first_batch() -> str:
+    threads = [run["first_batch_s"] for run in records("h200-pixel-reader", "rounds").values()]
+    loaders = [
+        run["first_batch_s"] for record, run in records("h200-pixel-copy", "rounds").items() if "pixels" in record
+    ]
+    return f"{span(threads, '.1f')} s after it was asked for (`first_batch_s`), {span(loaders, '.1f')} s"
+
+
 # --- the README's CPU example sweeps (docs/results/cpu_examples.py regenerates both) ---
 
 

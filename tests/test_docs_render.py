@@ -52,3 +52,70 @@ def test_the_mfu_is_the_trials_formula_over_the_spec_peak():
     assert row["flops_per_sample"] == pytest.approx(105.378e9, rel=1e-4) and row["peak_flops"] == 989e12
     assert row["mfu"] == pytest.approx(0.245, abs=5e-4)
     assert "| 64 | 2299.8 | **24.5%** | 30.9% |" in render.FIGURES["h200-mfu"]()
+
+
+def load_summarize_logs():
+    spec = importlib.util.spec_from_file_location("summarize_logs", ROOT / "docs" / "results" / "summarize_logs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+summarize_logs = load_summarize_logs()
+
+
+def test_summarize_logs_reads_ab_runs_their_medians_and_pairs():
+    text = (
+        "base 1 rc=0 exited 104.5 s after launch\n"
+        "base\n"
+        "  duty_cycle: median 0.394 (0.248-0.402) runs [0.248, 0.394, 0.402]\n"
+        "paired duty_cycle, base - new: [-0.16, -0.01, 0.0]\n"
+    )
+    rows = summarize_logs.rows_of(text)
+    assert ("base 1", "exited after launch", 104.5) in rows
+    assert ("base", "duty_cycle median", 0.394) in rows and ("base", "duty_cycle high", 0.402) in rows
+    assert [r for r in rows if r[1] == "duty_cycle" and r[0].startswith("base ") and "-" not in r[0]] == [
+        ("base 1", "duty_cycle", 0.248),
+        ("base 2", "duty_cycle", 0.394),
+        ("base 3", "duty_cycle", 0.402),
+    ]
+    assert ("base - new 1", "duty_cycle", -0.16) in rows
+
+
+def test_summarize_logs_reads_an_economy_line_with_its_lists_and_phases():
+    line = (
+        "new1 setup_s [5.66, 0.37] teardown_s [0.01, 0.011] wall_s 81.1 duty 0.877 | launch to first step 31.0 "
+        'duty from launch 0.669 | first trial\'s phases {"worker_started": 4.049}'
+    )
+    rows = summarize_logs.rows_of(line)
+    assert rows == [
+        ("new1", "setup_s[0]", 5.66),
+        ("new1", "setup_s[1]", 0.37),
+        ("new1", "teardown_s[0]", 0.01),
+        ("new1", "teardown_s[1]", 0.011),
+        ("new1", "wall_s", 81.1),
+        ("new1", "duty", 0.877),
+        ("new1", "launch to first step", 31.0),
+        ("new1", "duty from launch", 0.669),
+        ("new1", "first trial's phases.worker_started", 4.049),
+    ]
+
+
+def test_summarize_logs_reads_timelines_trial_tables_bench_lines_and_json():
+    text = (
+        "base-1: seconds after launch\n"
+        "    14.82  process started: TrainController\n"
+        "\n"
+        "trial_id  status     micro_batch_per_worker  throughput  setup_s\n"
+        "--------  ---------  ----------------------  ----------  -------\n"
+        "9aada84a  completed  64                      1626        25.17\n"
+        "\n"
+        "  full stack: 2657 img/s = 0.984 x synthetic, data_wait_fraction 0.0002\n"
+        'round 1 pixels {"images_per_s": 7251.1, "decode": "none", "compile": false}\n'
+    )
+    rows = summarize_logs.rows_of(text)
+    assert ("base-1", "process started: TrainController", 14.82) in rows
+    assert ("9aada84a", "throughput", 1626.0) in rows and ("9aada84a", "setup_s", 25.17) in rows
+    assert ("full stack", "ratio", 0.984) in rows and ("full stack", "data_wait_fraction", 0.0002) in rows
+    assert ("round 1 pixels (line 9)", "images_per_s", 7251.1) in rows
+    assert ("round 1 pixels (line 9)", "compile", 0.0) in rows

@@ -7,10 +7,9 @@ today's code and schema, then re-renders the docs' figures from them.
 Each example runs the command its README shows, into a temporary results directory, and keeps in
 docs/results/<name>/: ``summary.csv`` (one row per trial, every trials column: ``summarize_sweep.py``),
 ``sweep.json`` (the command line, versions, the cluster, the economy) and ``report/`` (report.md,
-report.html, the PNG plots, summary.json). Its tables, logs, TensorBoard runs and Ray's state are not kept,
-except the embedded default's ``trials/``, ``epochs/`` and ``ranks/``, from which
-tests/integration/test_watching.py builds the report it screenshots. Then ``python docs/render.py``
-rewrites the figures of the READMEs from the new summaries.
+report.html, the PNG plots, summary.json). Its tables (trials/, epochs/, ranks/), logs, TensorBoard runs and
+Ray's state are not kept. Then ``python docs/render.py`` rewrites the figures of the READMEs from the new
+summaries.
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ EXAMPLES = {
     ],
 }  # fmt: skip
 REPORT_FILES = ("report.md", "report.html", "summary.json", "*.png")
-TABLES_KEPT = {"cpu-batch-grid": ("trials", "epochs", "ranks")}
 
 
 def regenerate(name: str, scratch: Path) -> None:
@@ -50,8 +48,6 @@ def regenerate(name: str, scratch: Path) -> None:
     for pattern in REPORT_FILES:
         for file in (sweep / "report").glob(pattern):
             shutil.copy(file, kept / "report" / file.name)
-    for table in TABLES_KEPT.get(name, ()):
-        shutil.copytree(sweep / table, kept / table)
     shutil.copy(sweep / "sweep.json", kept / "sweep.json")
     shutil.copy(summarize(sweep), kept / "summary.csv")
 

@@ -275,18 +275,12 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-REPORT_SWEEP = REPO / "docs" / "results" / "cpu-batch-grid"  # the embedded default (batch_grid), as committed
-
-
 @needs_chromium
-def test_report_page_fits_1280_px_and_decodes_every_plot(tmp_path):
-    """The default sweep's report, written from its committed tables: no sideways page scroll at 1280 px wide,
+def test_report_page_fits_1280_px_and_decodes_every_plot(sweep, tmp_path):
+    """The module's sweep's report, written again from its tables: no sideways page scroll at 1280 px wide,
     every plot embedded and decoded, nothing fetched."""
-    sweep = tmp_path / REPORT_SWEEP.name
-    for part in ("trials", "epochs", "ranks"):
-        shutil.copytree(REPORT_SWEEP / part, sweep / part)
-    shutil.copy(REPORT_SWEEP / "sweep.json", sweep / "sweep.json")
-    html_path = analyze(sweep).parent / "report.html"
+    sweep.finish()
+    html_path = analyze(sweep.root).parent / "report.html"
 
     # A copy with a probe: once the page has loaded, each image records the width Chromium decoded and the
     # body records the page's scroll width against the window's.

@@ -19,7 +19,9 @@ RUNS = {"compile": HERE / "bench.json", "cifar": HERE / "bench-cifar.json"}
 COLUMNS = [
     "run", "date", "device", "model", "batch", "compile", "plain_img_s", "stack_img_s", "ratio", "stack_warmup_s",
     "flops_per_sample", "peak_flops", "mfu", "matmul_ceiling_tflops", "matmul_ceiling_share",
+    "pipeline_img_s", "cifar_img_s", "cifar_over_synthetic", "data_wait_fraction",
 ]  # fmt: skip
+PIPELINE = ("pipeline_img_s", "cifar_img_s", "cifar_over_synthetic", "data_wait_fraction")
 
 
 def trial_compute_rate(model_name: str, device: str) -> tuple[float, float]:
@@ -37,6 +39,10 @@ def rows(run: str, bench: dict) -> list[dict]:
         if flops is None:
             flops, peak = trial_compute_rate(bench["model"], bench["device"])
         achieved = row["stack_img_s"] * flops
+        # the run's CIFAR-10 files through the full stack, on the row of its batch (--batches 256)
+        pipeline = bench.get("input_pipeline") or {}
+        ran = pipeline.get("batch") == row["batch"] and not row["compile"]
+        cifar = {k: pipeline[k] for k in PIPELINE} if ran else {}
         out.append(
             {
                 **{k: bench[k] for k in ("date", "device", "model")},
@@ -47,6 +53,7 @@ def rows(run: str, bench: dict) -> list[dict]:
                 "mfu": achieved / peak,
                 "matmul_ceiling_tflops": ceiling,
                 "matmul_ceiling_share": achieved / (ceiling * 1e12),
+                **cifar,
             }
         )
     return out

@@ -133,12 +133,20 @@ class SearchSpace:
                         categorical[name] = list(args)
         return AxisKinds(distributions, categorical)
 
-    def distributions(self) -> dict[str, dict[str, Any]]:
-        """The distribution axes (``{name: {kind: args}}``) Optuna searches; every grid must have the same."""
-        found = [{n: v for n, v in grid.items() if isinstance(v, dict)} for grid in self.grids]
+    def searched_axes(self) -> dict[str, str]:
+        """The distribution axes Optuna searches, by kind: the same names and kinds in every grid (a grid's
+        bounds are its own, as the learning rate's range around each batch size's scaling rule)."""
+        found = [{n: next(iter(v)) for n, v in grid.items() if isinstance(v, dict)} for grid in self.grids]
         if any(f != found[0] for f in found):
             raise UsageError(f"space {self.name}: search optuna needs the same distribution axes in every grid")
         return found[0]
+
+    def distributions_of(self, params: TrialParams) -> dict[str, dict[str, Any]]:
+        """The distribution axes (``{name: {kind: args}}``) of the first grid that holds ``params`` as a point."""
+        for grid in self.grids:
+            if all(getattr(params, n) in v for n, v in grid.items() if isinstance(v, list)):
+                return {n: v for n, v in grid.items() if isinstance(v, dict)}
+        raise UsageError(f"space {self.name}: no grid holds the trial {params.key()}")
 
 
 def dedupe(grids: list[dict[str, Any]]) -> list[dict[str, Any]]:

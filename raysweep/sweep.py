@@ -141,6 +141,7 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
 
 
 TUNE_DIR = "_tune"
+SCHEDULER_STATE = "schedulers.pkl"  # the early-stopping schedulers' state, beside Tune's (which leaves it out)
 
 
 def train_storage(store: ResultStore) -> str:
@@ -184,7 +185,7 @@ def trials_tuner(
     if search.adaptive:
         searcher = OptunaFitSearcher(
             trials,
-            space.distributions(),
+            [space.distributions_of(t) for t in trials],
             space.num_samples,
             search.metric,
             search.mode,
@@ -199,7 +200,12 @@ def trials_tuner(
         trainable(),
         tune_config=tune.TuneConfig(
             search_alg=searcher,
-            scheduler=build_scheduler(search, max((t.epochs for t in trials), default=1)),
+            scheduler=build_scheduler(
+                search,
+                max((t.epochs for t in trials), default=1),
+                space.num_samples if search.adaptive else 0,
+                store.root / TUNE_DIR / SCHEDULER_STATE,
+            ),
             num_samples=total,
             # A trial's actor only drives its trial (through a shared worker group or a Train run of its
             # own), so the next trial can reuse it: each trial then skips the actor's start and imports.

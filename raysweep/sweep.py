@@ -74,7 +74,8 @@ def run_sweep(
                 for line in [*notes, trial_table(trials), *watch_hints(store.root)]:
                     print(line)
                 store.write_sweep_json(sweep_manifest(options, space, sweep, trials, notes))
-                callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))]
+                total = planned_total(space, trials)
+                callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, total)]
                 started = time.time()
                 fit_trials(trials_tuner(options, store, trials, callbacks, space), store)
             return summarise(store, options, time.time() - started, launched_at)
@@ -193,9 +194,8 @@ def trials_tuner(
             base_spec,
             **fit,
         )
-        total = len(trials) * space.num_samples
     else:
-        searcher, total = FitSearcher(trials, Capacity.of_cluster(), base_spec, **fit), len(trials)
+        searcher = FitSearcher(trials, Capacity.of_cluster(), base_spec, **fit)
     return tune.Tuner(
         trainable(),
         tune_config=tune.TuneConfig(
@@ -206,7 +206,7 @@ def trials_tuner(
                 space.num_samples if search.adaptive else 0,
                 store.root / TUNE_DIR / SCHEDULER_STATE,
             ),
-            num_samples=total,
+            num_samples=planned_total(space, trials),
             # A trial's actor only drives its trial (through a shared worker group or a Train run of its
             # own), so the next trial can reuse it: each trial then skips the actor's start and imports.
             reuse_actors=True,
@@ -221,6 +221,12 @@ def trials_tuner(
             verbose=0,  # ProgressCallback prints the sweep's progress instead of Tune's tables
         ),
     )
+
+
+def planned_total(space: SearchSpace | None, trials: list[TrialParams]) -> int:
+    """Trials the sweep runs: ``trials``, or for an adaptive search each template's study of ``num_samples``."""
+    adaptive = space is not None and space.search.adaptive
+    return len(trials) * (space.num_samples if adaptive else 1)
 
 
 def trainable():

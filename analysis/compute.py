@@ -101,7 +101,8 @@ def compute(data: SweepData, target: float | None = None) -> SweepAnalysis:
     """All analyses; a sweep without two comparable points gets its trials' figures and no comparison."""
     if target is not None:
         check_target(target)
-    trials = data.trials.assign(comm_exposed_ms=exposed_communication(data.trials))
+    # throughput and scaling count the stopped trials' timed epochs too; accuracy and the per-trial table do not
+    trials = data.measured.assign(comm_exposed_ms=exposed_communication(data.measured))
     groups = {c.kind: find_groups(trials, c) for c in COMPARISONS}
     strong = [scaling_analysis(trials, g) for g in groups[STRONG.kind] if g.comparable]
     weak = [scaling_analysis(trials, g) for g in groups[WEAK.kind] if g.comparable]
@@ -114,7 +115,8 @@ def compute(data: SweepData, target: float | None = None) -> SweepAnalysis:
         target = default_target(data.epochs)
         source = f"{DEFAULT_TARGET_SHARE:.0%} of the best validation accuracy in the sweep"
     lagging = stragglers(trials, data.ranks)
-    per_trial = per_trial_table(trials, data.epochs, groups, strong + weak, lagging, target)
+    completed = trials[trials["trial_id"].isin(data.trials["trial_id"])]
+    per_trial = per_trial_table(completed, data.epochs, groups, strong + weak, lagging, target)
     return SweepAnalysis(
         data, groups, strong, weak, batch, lagging, target, source, per_trial, sequence_parallel_pairs(trials)
     )

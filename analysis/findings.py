@@ -16,7 +16,12 @@ def left_out_sentence(analysis: SweepAnalysis) -> str:
     data = analysis.data
     left = ", ".join(f"{count} {status}" for status, count in data.left_out.items()) or "none"
     rungs = "; ".join(f"{count} after epoch {epochs}" for epochs, count in data.stopped_at.items())
-    stopped = f" The sweep's scheduler stopped {sum(data.stopped_at.values())} trial(s): {rungs}." if rungs else ""
+    stopped = (
+        f" The sweep's scheduler stopped {sum(data.stopped_at.values())} trial(s): {rungs}; their timed epochs "
+        "count for throughput, not for accuracy."
+        if rungs
+        else ""
+    )
     return (
         f"{len(data.trials)} completed trial(s) analysed; left out (not measured to the end): {left}.{stopped} "
         "Rows are compared only within groups that differ in the swept quantity alone."

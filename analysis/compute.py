@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -24,6 +24,7 @@ from analysis.groups import (
 from analysis.load import SweepData
 from analysis.scaling import ScalingResult, scaling_analysis
 from analysis.stragglers import stragglers
+from analysis.tuned import TunedResult, tuned_analysis
 
 TRIAL_COLUMNS = [
     "trial_id",
@@ -71,6 +72,7 @@ class SweepAnalysis:
     per_trial: pd.DataFrame  # one row per completed trial: group ids and derived metrics
 
     sequence_parallel: pd.DataFrame  # SP trials beside data parallelism alone at the same worker count
+    tuned: list[TunedResult] = field(default_factory=list)  # accuracy vs batch with the learning rate searched
 
     @property
     def accuracy_clock(self) -> str:
@@ -118,7 +120,17 @@ def compute(data: SweepData, target: float | None = None) -> SweepAnalysis:
     completed = trials[trials["trial_id"].isin(data.trials["trial_id"])]
     per_trial = per_trial_table(completed, data.epochs, groups, strong + weak, lagging, target)
     return SweepAnalysis(
-        data, groups, strong, weak, batch, lagging, target, source, per_trial, sequence_parallel_pairs(trials)
+        data,
+        groups,
+        strong,
+        weak,
+        batch,
+        lagging,
+        target,
+        source,
+        per_trial,
+        sequence_parallel_pairs(trials),
+        tuned_analysis(trials),
     )
 
 

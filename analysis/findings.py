@@ -56,6 +56,9 @@ def answer(analysis: SweepAnalysis) -> str:
             f"Micro batch {batch.knee.micro_batch_per_worker:g} reaches {KNEE_FRACTION:.0%} of the best throughput "
             f"per worker; the best, at micro batch {peak.micro_batch_per_worker:g}, is {gain}."
         )
+    tuned = next((r.answer() for r in analysis.tuned if r.answer() is not None), None)
+    if tuned is not None:
+        return tuned
     trials = len(analysis.data.trials)
     return f"{trials} trial(s) measured; no two points differ in one swept quantity alone, so nothing is compared."
 
@@ -198,6 +201,7 @@ def headlines(analysis: SweepAnalysis) -> list[str]:
         scaling_finding(analysis.best_strong()),
         scaling_finding(analysis.best_weak()),
         *(f(analysis) for f in (batch_finding, comm_finding, straggler_finding, accuracy_finding)),
+        *(result.finding() for result in analysis.tuned),
     ]
     return [text for text in texts if text] + caveats(analysis)
 

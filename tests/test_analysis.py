@@ -369,7 +369,7 @@ def test_report_files_and_plots(tmp_path):
     assert len(table) == 6 and table.loc["s4", "scaling_group"] == "S1"
     assert table.loc["b16", "batch_group"] == table.loc["b64", "batch_group"] == summary["knee"]["group"]
     assert table.loc["s2", "karp_flatt"] == pytest.approx(0.1, abs=1e-6)
-    assert set(summary["plots"]["skipped"]) == {"efficiency", "weak_throughput", "joules_per_sample"}
+    assert set(summary["plots"]["skipped"]) == {"efficiency", "weak_throughput", "joules_per_sample", "tuned_accuracy"}
 
 
 def test_plots_without_data_are_skipped_and_said_so(tmp_path):
@@ -386,6 +386,7 @@ def test_plots_without_data_are_skipped_and_said_so(tmp_path):
         "joules_per_sample",
         "time_to_accuracy",
         "epochs",
+        "tuned_accuracy",
     }
     text = report.read_text(encoding="utf-8")
     assert "## Plots not made" in text and "`time_to_accuracy`: no trial reached a target accuracy" in text

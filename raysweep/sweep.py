@@ -204,7 +204,7 @@ def trials_tuner(
                 search,
                 max((t.epochs for t in trials), default=1),
                 space.num_samples if search.adaptive else 0,
-                store.root / TUNE_DIR / SCHEDULER_STATE,
+                (store.root / TUNE_DIR / SCHEDULER_STATE).resolve(),
             ),
             num_samples=planned_total(space, trials),
             # A trial's actor only drives its trial (through a shared worker group or a Train run of its

@@ -142,7 +142,9 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
 
 
 TUNE_DIR = "_tune"
-SCHEDULER_STATE = "schedulers.pkl"  # the early-stopping schedulers' state, beside Tune's (which leaves it out)
+# The early-stopping schedulers' state, which Tune's experiment state leaves out; beside _tune, not in it:
+# Tune copies its own staging copy of _tune over the directory at every experiment checkpoint.
+SCHEDULER_STATE = "schedulers.pkl"
 
 
 def train_storage(store: ResultStore) -> str:
@@ -204,7 +206,7 @@ def trials_tuner(
                 search,
                 max((t.epochs for t in trials), default=1),
                 space.num_samples if search.adaptive else 0,
-                (store.root / TUNE_DIR / SCHEDULER_STATE).resolve(),
+                (store.root / SCHEDULER_STATE).resolve(),
             ),
             num_samples=planned_total(space, trials),
             # A trial's actor only drives its trial (through a shared worker group or a Train run of its

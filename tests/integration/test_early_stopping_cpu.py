@@ -94,7 +94,7 @@ def test_an_adaptive_sweep_killed_with_sigkill_resumes_without_rerunning_a_finis
     after = {r["trial_id"]: (r["status"], r["finished_at"]) for r in rows}
     assert all(after[tid] == row for tid, row in before.items()), (before, after)  # none ran again
 
-    with open(sweep / "_tune" / "schedulers.pkl", "rb") as f:
+    with open(sweep / "schedulers.pkl", "rb") as f:
         studies = pickle.load(f)  # one ASHA per batch size's study, as the resumed run left them
     recorded = {tid for asha in studies.values() for bracket in asha._brackets for _, rung in bracket._rungs
                 for tid in rung}  # fmt: skip

@@ -6,18 +6,23 @@ from __future__ import annotations
 import pickle
 from types import SimpleNamespace
 
+from ray.tune.experiment import Trial
 from ray.tune.schedulers import TrialScheduler
 
 from raysweep.core.spec import SPEC_KEY
+from raysweep.runtime.early_stop import TrialRef
 from raysweep.search_config import SchedulerConfig, SearchConfig, build_scheduler
 from tests.specs import trial_spec
 
+CONTROLLER = SimpleNamespace(get_live_trials=list)  # what the median rule asks of Tune's controller: none waits
 ASHA = SearchConfig(search="optuna", scheduler=SchedulerConfig("asha", grace_period=1, reduction_factor=2))
 
 
-def trial(index: int):
-    """What the scheduler reads of a Tune trial: its id and the spec in its config."""
-    return SimpleNamespace(trial_id=f"t{index}", config={SPEC_KEY: trial_spec(index=index)})
+def trial(index: int) -> Trial:
+    """A Tune trial as the scheduler sees it (a stub: no trainable registered), its spec in its config."""
+    made = Trial("raysweep_test", config={SPEC_KEY: trial_spec(index=index)}, stub=True)
+    made.trial_id = f"t{index}"
+    return made
 
 
 def epoch(scheduler, t, accuracy: float, iteration: int = 1) -> str:
@@ -33,6 +38,23 @@ def test_a_trial_is_stopped_only_against_the_trials_of_its_own_study(tmp_path):
     assert epoch(scheduler, second, 0.5) == TrialScheduler.STOP  # below its study's first
     # far below study 0's trials, but the first of its own study: it goes on
     assert epoch(scheduler, other, 0.1) == TrialScheduler.CONTINUE
+
+
+def test_the_median_rules_state_is_kept_too(tmp_path):
+    median = SearchConfig(search="optuna", scheduler=SchedulerConfig("median", grace_period=1))
+    scheduler = build_scheduler(median, trial_epochs=4, study_size=0, state_path=tmp_path / "s.pkl")
+    pickled = pickle.dumps(scheduler)
+    for index, accuracy in enumerate((0.9, 0.8)):
+        t = trial(index)
+        scheduler.on_trial_add(None, t)
+        scheduler.on_trial_result(CONTROLLER, t, {"training_iteration": 1, "val_accuracy": accuracy, "time_total_s": 1})
+    scheduler.on_trial_complete(None, trial(0), {"training_iteration": 4, "val_accuracy": 0.9, "time_total_s": 4})
+    resumed = pickle.loads(pickled)
+    resumed.on_trial_add(None, trial(2))
+    (median_rule,) = resumed.studies.values()
+    # the trials from before the resume, as references: their results still make the median
+    assert sorted(t.trial_id for t in median_rule._results) == ["t0", "t1"]
+    assert len(median_rule._results[TrialRef("t0")]) == 2  # its epoch's result and its completion
 
 
 def test_one_study_for_the_sweep_when_study_size_is_0(tmp_path):

@@ -18,8 +18,11 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from ray import cloudpickle
+from ray.tune.experiment import Trial
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from raysweep.core.spec import spec_of
@@ -42,6 +45,26 @@ def tune_stopped() -> bool:
     return session is not None and session.stop_event.is_set()
 
 
+@dataclass(frozen=True)
+class TrialRef:
+    """A trial of the run before a resume, where a scheduler's saved state held the trial itself (the median
+    rule keys its results by trial): Tune's trials are restored from Tune's own experiment state, not from ours."""
+
+    trial_id: str
+
+
+class StatePickler(cloudpickle.CloudPickler):
+    """cloudpickle (the median rule keeps lambdas), a trial written as its id."""
+
+    def persistent_id(self, obj):
+        return obj.trial_id if isinstance(obj, Trial) else None
+
+
+class StateUnpickler(pickle.Unpickler):
+    def persistent_load(self, pid):
+        return TrialRef(pid)
+
+
 class StudyScheduler(FIFOScheduler):
     """One Tune scheduler per study (``make()`` builds each), its trials started in Tune's order (FIFO).
 
@@ -60,7 +83,7 @@ class StudyScheduler(FIFOScheduler):
             self.loaded = True
             if os.path.exists(self.state_path):
                 with open(self.state_path, "rb") as f:
-                    self.studies = pickle.load(f)
+                    self.studies = StateUnpickler(f).load()
         key = spec_of(trial.config).index // self.study_size if self.study_size else 0
         if key not in self.studies:
             self.studies[key] = self.make()
@@ -70,7 +93,7 @@ class StudyScheduler(FIFOScheduler):
         Path(self.state_path).parent.mkdir(parents=True, exist_ok=True)
         partial = f"{self.state_path}.partial"
         with open(partial, "wb") as f:
-            pickle.dump(self.studies, f)
+            StatePickler(f).dump(self.studies)
         os.replace(partial, self.state_path)  # a kill mid-write leaves the last whole state
 
     def on_trial_add(self, tune_controller, trial) -> None:

@@ -44,11 +44,11 @@ def test_the_median_rules_state_is_kept_too(tmp_path):
     median = SearchConfig(search="optuna", scheduler=SchedulerConfig("median", grace_period=1))
     scheduler = build_scheduler(median, trial_epochs=4, study_size=0, state_path=tmp_path / "s.pkl")
     pickled = pickle.dumps(scheduler)
-    for index, accuracy in enumerate((0.9, 0.8)):
-        t = trial(index)
+    trials = [trial(0), trial(1)]
+    for t, accuracy in zip(trials, (0.9, 0.8)):
         scheduler.on_trial_add(None, t)
         scheduler.on_trial_result(CONTROLLER, t, {"training_iteration": 1, "val_accuracy": accuracy, "time_total_s": 1})
-    scheduler.on_trial_complete(None, trial(0), {"training_iteration": 4, "val_accuracy": 0.9, "time_total_s": 4})
+    scheduler.on_trial_complete(None, trials[0], {"training_iteration": 4, "val_accuracy": 0.9, "time_total_s": 4})
     resumed = pickle.loads(pickled)
     resumed.on_trial_add(None, trial(2))
     (median_rule,) = resumed.studies.values()

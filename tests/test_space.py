@@ -245,6 +245,21 @@ def test_override_of_a_key_that_was_an_axis_in_every_grid_collapses_identical_gr
     assert [t.num_workers for t in s.expand()] == [8]
 
 
+def test_a_list_override_of_points_the_grids_hold_selects_those_grids_with_their_own_ranges():
+    s = load_space("tuned_batch").with_overrides({"micro_batch_per_worker": [16, 256]})
+    assert [(g["micro_batch_per_worker"], g["lr"]["loguniform"]) for g in s.grids] == [
+        ([16], [2.5e-05, 2.5e-03]),
+        ([256], [1.0e-04, 1.0e-02]),
+    ]
+    # a value no grid holds: the list replaces the axis in every grid, as for a single grid
+    s = space("axes:\n  - {num_workers: [1], epochs: [1]}\n  - {num_workers: [2], epochs: [2]}")
+    assert s.with_overrides({"num_workers": [1, 4]}).grids == [
+        {"num_workers": [1, 4], "epochs": [1]},
+        {"num_workers": [1, 4], "epochs": [2]},
+    ]
+    assert s.with_overrides({"num_workers": [2]}).grids == [{"num_workers": [2], "epochs": [2]}]
+
+
 def test_overrides_do_not_change_the_original_space():
     s = space(GRID)
     s.with_overrides({"num_workers": 8, "epochs": 1})

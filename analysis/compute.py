@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -24,6 +24,7 @@ from analysis.groups import (
 from analysis.load import SweepData
 from analysis.scaling import ScalingResult, scaling_analysis
 from analysis.stragglers import stragglers
+from analysis.tuned import TunedResult, tuned_analysis
 
 TRIAL_COLUMNS = [
     "trial_id",
@@ -71,6 +72,7 @@ class SweepAnalysis:
     per_trial: pd.DataFrame  # one row per completed trial: group ids and derived metrics
 
     sequence_parallel: pd.DataFrame  # SP trials beside data parallelism alone at the same worker count
+    tuned: list[TunedResult] = field(default_factory=list)  # accuracy vs batch with the learning rate searched
 
     @property
     def accuracy_clock(self) -> str:
@@ -101,7 +103,8 @@ def compute(data: SweepData, target: float | None = None) -> SweepAnalysis:
     """All analyses; a sweep without two comparable points gets its trials' figures and no comparison."""
     if target is not None:
         check_target(target)
-    trials = data.trials.assign(comm_exposed_ms=exposed_communication(data.trials))
+    # throughput and scaling count the stopped trials' timed epochs too; accuracy and the per-trial table do not
+    trials = data.measured.assign(comm_exposed_ms=exposed_communication(data.measured))
     groups = {c.kind: find_groups(trials, c) for c in COMPARISONS}
     strong = [scaling_analysis(trials, g) for g in groups[STRONG.kind] if g.comparable]
     weak = [scaling_analysis(trials, g) for g in groups[WEAK.kind] if g.comparable]
@@ -114,9 +117,20 @@ def compute(data: SweepData, target: float | None = None) -> SweepAnalysis:
         target = default_target(data.epochs)
         source = f"{DEFAULT_TARGET_SHARE:.0%} of the best validation accuracy in the sweep"
     lagging = stragglers(trials, data.ranks)
-    per_trial = per_trial_table(trials, data.epochs, groups, strong + weak, lagging, target)
+    completed = trials[trials["trial_id"].isin(data.trials["trial_id"])]
+    per_trial = per_trial_table(completed, data.epochs, groups, strong + weak, lagging, target)
     return SweepAnalysis(
-        data, groups, strong, weak, batch, lagging, target, source, per_trial, sequence_parallel_pairs(trials)
+        data,
+        groups,
+        strong,
+        weak,
+        batch,
+        lagging,
+        target,
+        source,
+        per_trial,
+        sequence_parallel_pairs(trials),
+        tuned_analysis(trials),
     )
 
 

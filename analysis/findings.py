@@ -16,7 +16,12 @@ def left_out_sentence(analysis: SweepAnalysis) -> str:
     data = analysis.data
     left = ", ".join(f"{count} {status}" for status, count in data.left_out.items()) or "none"
     rungs = "; ".join(f"{count} after epoch {epochs}" for epochs, count in data.stopped_at.items())
-    stopped = f" The sweep's scheduler stopped {sum(data.stopped_at.values())} trial(s): {rungs}." if rungs else ""
+    stopped = (
+        f" The sweep's scheduler stopped {sum(data.stopped_at.values())} trial(s): {rungs}; their timed epochs "
+        "count for throughput, not for accuracy."
+        if rungs
+        else ""
+    )
     return (
         f"{len(data.trials)} completed trial(s) analysed; left out (not measured to the end): {left}.{stopped} "
         "Rows are compared only within groups that differ in the swept quantity alone."
@@ -51,6 +56,9 @@ def answer(analysis: SweepAnalysis) -> str:
             f"Micro batch {batch.knee.micro_batch_per_worker:g} reaches {KNEE_FRACTION:.0%} of the best throughput "
             f"per worker; the best, at micro batch {peak.micro_batch_per_worker:g}, is {gain}."
         )
+    tuned = next((r.answer() for r in analysis.tuned if r.answer() is not None), None)
+    if tuned is not None:
+        return tuned
     trials = len(analysis.data.trials)
     return f"{trials} trial(s) measured; no two points differ in one swept quantity alone, so nothing is compared."
 
@@ -193,6 +201,7 @@ def headlines(analysis: SweepAnalysis) -> list[str]:
         scaling_finding(analysis.best_strong()),
         scaling_finding(analysis.best_weak()),
         *(f(analysis) for f in (batch_finding, comm_finding, straggler_finding, accuracy_finding)),
+        *(result.finding() for result in analysis.tuned),
     ]
     return [text for text in texts if text] + caveats(analysis)
 

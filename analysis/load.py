@@ -1,4 +1,5 @@
-"""Reading one sweep directory into data frames of measured rows (completed trials only)."""
+"""Reading one sweep directory into data frames of measured rows: completed trials, and the trials the sweep's
+scheduler stopped early, whose timed epochs count for throughput but whose accuracy is not a final accuracy."""
 
 from __future__ import annotations
 
@@ -48,11 +49,14 @@ OPTIONAL_TRIAL_COLUMNS = (
 )
 OPTIONAL_EPOCH_COLUMNS = ("val_accuracy", "train_elapsed_s", "train_loss")
 OPTIONAL_RANK_COLUMNS = ("busy_ms", "compute_ms", "wait_ms", "slowdown_achieved", "peak_mem_gib")
+# What a stopped trial's row says of its last epoch, not of a trial run to the end: blank in ``measured``.
+FINAL_ONLY_COLUMNS = ("val_accuracy", "final_loss")
 
 
 @dataclass
 class SweepData:
-    """Completed trials and their epochs and ranks; ``left_out`` counts the other trials by status."""
+    """Completed trials and their epochs and ranks; ``left_out`` counts the other trials by status;
+    ``stopped``: the scheduler-stopped trials' rows (their timed work), for throughput only."""
 
     sweep_dir: Path
     trials: pd.DataFrame
@@ -62,6 +66,16 @@ class SweepData:
     manifest: dict = field(default_factory=dict)  # sweep.json: description, space, economy, ... ({} without one)
     max_batch: pd.DataFrame = field(default_factory=pd.DataFrame)  # <sweep>/max_batch/*.parquet, if any
     stopped_at: dict[int, int] = field(default_factory=dict)  # scheduler-stopped trials by the epochs they reached
+    stopped: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def measured(self) -> pd.DataFrame:
+        """The trials whose timed epochs count for throughput: the completed ones, and the stopped ones with
+        their accuracy and loss blank (an early epoch's, not a final one)."""
+        if self.stopped.empty:
+            return self.trials
+        stopped = self.stopped.assign(**{c: float("nan") for c in FINAL_ONLY_COLUMNS})
+        return pd.concat([self.trials, stopped], ignore_index=True)
 
     @property
     def question(self) -> str:
@@ -113,7 +127,9 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
     if not ranks.empty:
         require_columns(ranks, "ranks", REQUIRED_RANK_COLUMNS, sweep_dir)
     left_out = status[~status.map(is_completed)].value_counts().sort_index().to_dict()
-    stopped = set(trials.loc[status == TrialStatus.STOPPED.value, "trial_id"])
+    is_stopped = status == TrialStatus.STOPPED.value
+    stopped = set(trials.loc[is_stopped, "trial_id"])
+    timed_stopped = trials[is_stopped & trials["throughput"].gt(0)] if "throughput" in trials else trials.iloc[:0]
     return SweepData(
         sweep_dir,
         completed.reset_index(drop=True),
@@ -123,6 +139,7 @@ def load_sweep(sweep_dir: str | Path) -> SweepData:
         manifest,
         read_max_batch(sweep_dir),
         epochs_reached(all_epochs, stopped),
+        with_timed_work(with_optional_columns(timed_stopped, OPTIONAL_TRIAL_COLUMNS)).reset_index(drop=True),
     )
 
 

@@ -289,6 +289,41 @@ def accuracy_figure(series: list[Series]) -> Drawn | str:
     )
 
 
+def tuned_accuracy_figure(series: list[Series]) -> Drawn | str:
+    results = [(s, r) for s in series for r in s.analysis.tuned]
+    if not results:
+        return "the sweep did not search the learning rate at two or more batch sizes"
+    figure, (axes,) = new_figure()
+    for s, result in results:
+        for curve, style in ((result.rule, "s--"), (result.tuned, "o-")):
+            points = curve.points()
+            if points.empty:
+                continue
+            middle = points["val_accuracy"] * 100
+            axes.errorbar(
+                points["micro_batch_per_worker"],
+                middle,
+                yerr=[middle - points["accuracy_min"] * 100, points["accuracy_max"] * 100 - middle],
+                fmt=style,
+                capsize=3,
+                label=s.name(f"{result.group.id}: {curve.label}"),
+            )
+    batches = [b for _, r in results for b in r.tuned.values]
+    log2_axis(axes, batches)
+    axes.set(
+        xlabel="micro batch per worker  [samples]",
+        ylabel="validation accuracy  [%]",
+        title="Accuracy vs batch size: scaling-rule and tuned learning rate",
+        ylim=(0, 100),
+    )
+    axes.legend(fontsize="small")
+    return Drawn(
+        figure,
+        "Validation accuracy (0–100%) against the micro batch (log2 axis): the scaling rule's learning rate "
+        "(squares) and the best of each batch size's search (circles); medians over repeats, bars their range",
+    )
+
+
 def joules_figure(series: list[Series]) -> Drawn | str:
     results = [(s, r) for s in series for r in s.analysis.batch if r.points["joules_per_sample"].notna().any()]
     if not results:
@@ -530,6 +565,7 @@ FIGURES: dict[str, Callable[[list[Series]], Drawn | str]] = {
     "time_to_accuracy": time_to_accuracy_figure,
     "epochs": epochs_figure,
     PREDICTED_FIGURE: prediction_figure,
+    "tuned_accuracy": tuned_accuracy_figure,
 }
 # The headline plot for each kind of sweep, in the order a sweep is taken to be of that kind.
 HEADLINES = ("speedup", "efficiency", "batch_throughput", "epochs")

@@ -28,6 +28,7 @@ def build_report(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     blocks += scaling_section(analysis.strong, plots)
     blocks += scaling_section(analysis.weak, plots)
     blocks += batch_section(analysis, plots)
+    blocks += tuned_section(analysis, plots)
     blocks += comm_section(analysis, plots)
     blocks += prediction_section(analysis, images(plots, PREDICTED_FIGURE))
     blocks += accuracy_section(analysis, plots)
@@ -235,6 +236,36 @@ def batch_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         )
     blocks += max_batch_section(analysis)
     return blocks + detail_images(plots, "batch_throughput", "batch_overheads", "batch_accuracy", "joules_per_sample")
+
+
+def tuned_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
+    """Accuracy vs batch size at the scaling rule's learning rate and at the tuned one: only where the sweep
+    searched the learning rate."""
+    if not analysis.tuned:
+        return []
+    blocks: list[Block] = [
+        Heading("Accuracy vs batch size: scaling-rule and tuned learning rate"),
+        Paragraph(
+            "Each point is the median over repeats (each repeat an independent search at that batch size) with "
+            "their range: for the tuned learning rate the best completed trial of each search, for the scaling "
+            "rule the completed trial at the optimizer's scaling-rule learning rate and the default warm-up. "
+            "Trials the scheduler stopped have no final accuracy and are not candidates."
+        ),
+    ]
+    for result in analysis.tuned:
+        for curve in (result.rule, result.tuned):
+            blocks += [
+                Heading(f"Accuracy vs batch size, {curve.label} ({result.group.id})", 3),
+                rounded(curve.points(), ("val_accuracy", "accuracy_min", "accuracy_max"))
+                if curve.values
+                else Paragraph("No completed trial ran at it."),
+            ]
+        blocks += [
+            Paragraph(f"The best trial of each search ({result.group.id}):"),
+            rounded(result.best, ("val_accuracy",)),
+            Paragraph(result.finding()),
+        ]
+    return blocks + detail_images(plots, "tuned_accuracy")
 
 
 # What names a configuration when only one was searched (with several, the parameters that differ).

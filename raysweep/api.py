@@ -230,7 +230,7 @@ def check_sweep(options: SweepOptions, space: SearchSpace) -> CheckedSweep:
         check_values(params)
     check_search(space.search, space.axis_kinds(), [t.epochs for t in trials], space.num_samples)
     if space.search.adaptive:
-        space.distributions()  # the same in every grid
+        space.searched_axes()  # the same in every grid
     if options.find_max_batch is not None:
         configurations(trials)  # refuses a space whose global_batch fixes the micro batch
     return CheckedSweep(options, space, name, trials)

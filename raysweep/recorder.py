@@ -119,9 +119,9 @@ class ResultTablesCallback(Callback):
         self.write_trial(trial, status, error_summary(text), peak_mem_gib=peak)
 
     def kept(self, trial_id: str) -> bool:
-        """A completed row is final: a resumed sweep may start a trial Tune had not yet saved as done."""
+        """A completed or stopped row is final: a resumed sweep may start a trial Tune had not yet saved as done."""
         if trial_id not in self.completed_before:
-            self.completed_before[trial_id] = trial_id not in self.statuses and self.store.is_completed(trial_id)
+            self.completed_before[trial_id] = trial_id not in self.statuses and self.store.is_finished(trial_id)
         return self.completed_before[trial_id]
 
     def write_trial(self, trial, status: TrialStatus, error: str | None, peak_mem_gib: float | None = None) -> None:

@@ -11,13 +11,17 @@ A space (or the CLI, or ``run_sweep``) may name::
 ``grid`` is the sweep fixed before the first trial (a list axis is a grid, a distribution is drawn per
 trial); ``random`` draws every axis (a list is a uniform choice), ``num_samples`` trials in all;
 ``optuna`` keeps the list axes a grid and gives each grid point its own Optuna study over the
-distribution axes, ``num_samples`` trials each: a fixed budget per grid point.
+distribution axes, ``num_samples`` trials each: a fixed budget per grid point.  The scheduler then
+compares a trial only with its own study's trials (one scheduler per study; one for the whole sweep
+otherwise).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from raysweep.core.errors import UsageError
@@ -205,11 +209,15 @@ def check_search(config: SearchConfig, axes: AxisKinds, trial_epochs: list[int],
         )
 
 
-def build_scheduler(config: SearchConfig, trial_epochs: int):
-    """The Tune scheduler of ``config`` (None: Tune's FIFO, every trial to its last epoch)."""
+def build_scheduler(config: SearchConfig, trial_epochs: int, study_size: int, state_path: str | Path):
+    """The Tune scheduler of ``config`` (None: Tune's FIFO, every trial to its last epoch): one per study of
+    ``study_size`` trials (0: one for the sweep), its state kept at ``state_path`` for ``--resume``."""
     if config.scheduler is None:
         return None
-    return SCHEDULERS[config.scheduler.kind](config.scheduler, config.metric, config.mode, trial_epochs)
+    from raysweep.runtime.early_stop import StudyScheduler
+
+    make = partial(SCHEDULERS[config.scheduler.kind], config.scheduler, config.metric, config.mode, trial_epochs)
+    return StudyScheduler(make, study_size, state_path)
 
 
 def describe(config: SearchConfig, trial_epochs: int, trials: int) -> list[str]:

@@ -55,18 +55,34 @@ class SearchSpace:
     repeats: int = 1
 
     def with_overrides(self, overrides: dict[str, Any]) -> SearchSpace:
-        """``--set`` and the named flags: a value replaces the fixed value and any axis of that name."""
+        """``--set`` and the named flags: a value replaces the fixed value and any axis of that name.
+
+        A list whose every value is a point of the space's grids selects those points instead: each grid keeps
+        its own values among them (and its own other axes, as ``tuned_batch``'s learning-rate range per batch
+        size), a grid with none of them is dropped.
+        """
         check_keys(overrides, f"--set (space {self.name})")
         axes = {k: v for k, v in overrides.items() if isinstance(v, (list, dict))}
         for key, value in axes.items():
             check_axis(key, value, "--set")
-        grids = []
-        for grid in self.grids:
-            grid = {k: v for k, v in grid.items() if k not in overrides}
-            grid.update(axes)
-            grids.append(grid)
-        fixed = {**self.fixed, **{k: v for k, v in overrides.items() if k not in axes}}
+        scalars = {k: v for k, v in overrides.items() if k not in axes}
+        grids = [{k: v for k, v in g.items() if k not in scalars} for g in self.grids]
+        for key, values in axes.items():
+            if isinstance(values, list) and self.holds(key, values):
+                grids = [
+                    selected(g, key, values)
+                    for g in grids
+                    if not isinstance(g.get(key), list) or selects(g, key, values)
+                ]
+            else:
+                grids = [{**g, key: values} for g in grids]
+        fixed = {**self.fixed, **scalars}
         return dataclasses.replace(self, grids=dedupe(grids), fixed=fixed)
+
+    def holds(self, key: str, values: list) -> bool:
+        """Every value is in a list axis ``key`` of some grid (more than one grid has the axis: a selection)."""
+        lists = [g[key] for g in self.grids if isinstance(g.get(key), list)]
+        return len(lists) > 1 and all(any(v in axis for axis in lists) for v in values)
 
     def with_search(self, choices: SearchChoices) -> SearchSpace:
         """The CLI's search flags (``run_sweep``'s keywords) in place of the space's own values."""
@@ -133,12 +149,30 @@ class SearchSpace:
                         categorical[name] = list(args)
         return AxisKinds(distributions, categorical)
 
-    def distributions(self) -> dict[str, dict[str, Any]]:
-        """The distribution axes (``{name: {kind: args}}``) Optuna searches; every grid must have the same."""
-        found = [{n: v for n, v in grid.items() if isinstance(v, dict)} for grid in self.grids]
+    def searched_axes(self) -> dict[str, str]:
+        """The distribution axes Optuna searches, by kind: the same names and kinds in every grid (a grid's
+        bounds are its own, as the learning rate's range around each batch size's scaling rule)."""
+        found = [{n: next(iter(v)) for n, v in grid.items() if isinstance(v, dict)} for grid in self.grids]
         if any(f != found[0] for f in found):
             raise UsageError(f"space {self.name}: search optuna needs the same distribution axes in every grid")
         return found[0]
+
+    def distributions_of(self, params: TrialParams) -> dict[str, dict[str, Any]]:
+        """The distribution axes (``{name: {kind: args}}``) of the first grid that holds ``params`` as a point."""
+        for grid in self.grids:
+            if all(getattr(params, n) in v for n, v in grid.items() if isinstance(v, list)):
+                return {n: v for n, v in grid.items() if isinstance(v, dict)}
+        raise UsageError(f"space {self.name}: no grid holds the trial {params.key()}")
+
+
+def selects(grid: dict[str, Any], key: str, values: list) -> bool:
+    return any(v in values for v in grid[key])
+
+
+def selected(grid: dict[str, Any], key: str, values: list) -> dict[str, Any]:
+    """``grid`` with list axis ``key`` cut to ``values`` (a grid without it as a list takes them all)."""
+    own = grid.get(key)
+    return {**grid, key: [v for v in own if v in values] if isinstance(own, list) else values}
 
 
 def dedupe(grids: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -74,7 +74,8 @@ def run_sweep(
                 for line in [*notes, trial_table(trials), *watch_hints(store.root)]:
                     print(line)
                 store.write_sweep_json(sweep_manifest(options, space, sweep, trials, notes))
-                callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, len(trials))]
+                total = planned_total(space, trials)
+                callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, total)]
                 started = time.time()
                 fit_trials(trials_tuner(options, store, trials, callbacks, space), store)
             return summarise(store, options, time.time() - started, launched_at)
@@ -141,6 +142,9 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
 
 
 TUNE_DIR = "_tune"
+# The early-stopping schedulers' state, which Tune's experiment state leaves out; beside _tune, not in it:
+# Tune copies its own staging copy of _tune over the directory at every experiment checkpoint.
+SCHEDULER_STATE = "schedulers.pkl"
 
 
 def train_storage(store: ResultStore) -> str:
@@ -184,7 +188,7 @@ def trials_tuner(
     if search.adaptive:
         searcher = OptunaFitSearcher(
             trials,
-            space.distributions(),
+            [space.distributions_of(t) for t in trials],
             space.num_samples,
             search.metric,
             search.mode,
@@ -192,15 +196,19 @@ def trials_tuner(
             base_spec,
             **fit,
         )
-        total = len(trials) * space.num_samples
     else:
-        searcher, total = FitSearcher(trials, Capacity.of_cluster(), base_spec, **fit), len(trials)
+        searcher = FitSearcher(trials, Capacity.of_cluster(), base_spec, **fit)
     return tune.Tuner(
         trainable(),
         tune_config=tune.TuneConfig(
             search_alg=searcher,
-            scheduler=build_scheduler(search, max((t.epochs for t in trials), default=1)),
-            num_samples=total,
+            scheduler=build_scheduler(
+                search,
+                max((t.epochs for t in trials), default=1),
+                space.num_samples if search.adaptive else 0,
+                (store.root / SCHEDULER_STATE).resolve(),
+            ),
+            num_samples=planned_total(space, trials),
             # A trial's actor only drives its trial (through a shared worker group or a Train run of its
             # own), so the next trial can reuse it: each trial then skips the actor's start and imports.
             reuse_actors=True,
@@ -215,6 +223,12 @@ def trials_tuner(
             verbose=0,  # ProgressCallback prints the sweep's progress instead of Tune's tables
         ),
     )
+
+
+def planned_total(space: SearchSpace | None, trials: list[TrialParams]) -> int:
+    """Trials the sweep runs: ``trials``, or for an adaptive search each template's study of ``num_samples``."""
+    adaptive = space is not None and space.search.adaptive
+    return len(trials) * (space.num_samples if adaptive else 1)
 
 
 def trainable():

@@ -374,6 +374,7 @@ def test_report_files_and_plots(tmp_path):
         "weak_throughput",
         "joules_per_sample",
         "predicted_scaling",
+        "tuned_accuracy",
     }
 
 
@@ -392,6 +393,7 @@ def test_plots_without_data_are_skipped_and_said_so(tmp_path):
         "time_to_accuracy",
         "epochs",
         "predicted_scaling",
+        "tuned_accuracy",
     }
     text = report.read_text(encoding="utf-8")
     assert "## Plots not made" in text and "`time_to_accuracy`: no trial reached a target accuracy" in text
@@ -1098,4 +1100,36 @@ def test_the_summary_counts_the_trials_the_scheduler_stopped_at_each_rung(tmp_pa
     data = load_sweep(root)
     assert data.left_out == {"stopped": 3} and data.stopped_at == {1: 2, 2: 1}
     text = analyze(root).read_text(encoding="utf-8")
-    assert "The sweep's scheduler stopped 3 trial(s): 2 after epoch 1; 1 after epoch 2." in text
+    assert (
+        "The sweep's scheduler stopped 3 trial(s): 2 after epoch 1; 1 after epoch 2; their timed epochs count for "
+        "throughput, not for accuracy." in text
+    )
+
+
+def test_a_stopped_trials_timed_epochs_count_for_throughput_but_its_accuracy_does_not(tmp_path):
+    """Batch 32's point: a completed trial at 100 samples/s, accuracy 0.9, and a stopped one at 200 samples/s
+    whose last epoch had 0.3: the point's throughput is the median of both, its accuracy the completed one's,
+    and time to accuracy and the per-trial table know only the completed trials."""
+    store = ResultStore(tmp_path, "b")
+    common = {"num_workers": 1, "samples_per_epoch": 64, "epochs": 2}
+    for trial_id, mb, status, rate, accuracy in (
+        ("a16", 16, "completed", 50.0, 0.95),
+        ("a32", 32, "completed", 100.0, 0.9),
+        ("s32", 32, "stopped", 200.0, 0.3),
+    ):
+        add_trial(
+            store, trial_id, **common, status=status, micro_batch_per_worker=mb, global_batch=mb, throughput=rate,
+            throughput_per_worker=rate, timed_s=1.0, timed_samples=rate, train_time_s=1.0, val_accuracy=accuracy,
+        )  # fmt: skip
+        write_rows(store, "epochs", trial_id, [{"epoch": 0, "val_accuracy": accuracy, "elapsed_s": 1.0}])
+    data = load_sweep(store.root)
+    assert list(data.trials["trial_id"]) == ["a16", "a32"] and list(data.stopped["trial_id"]) == ["s32"]
+    analysis = compute(data)
+    (batch,) = analysis.batch
+    at32 = batch.points.set_index("micro_batch_per_worker").loc[32]
+    assert at32.throughput_per_worker == 150.0 and at32.trials == 2  # median of 100 and 200: both timed
+    assert at32.val_accuracy == 0.9  # the stopped trial's 0.3 is an early epoch's, not a final accuracy
+    completed, stopped = batch.at(32, "val_accuracy")
+    assert completed == 0.9 and pd.isna(stopped)
+    assert list(analysis.per_trial["trial_id"]) == ["a16", "a32"]
+    assert set(analysis.data.epochs["trial_id"]) == {"a16", "a32"}

@@ -87,6 +87,20 @@ def test_a_trial_tune_ends_before_its_last_epoch_is_stopped_and_keeps_its_epochs
     assert [r["epoch"] for r in store.read("epochs").to_pylist()] == [0]
 
 
+def test_a_resumed_sweep_keeps_a_stopped_row_when_tune_runs_the_trial_again(tmp_path):
+    """Stopped after Tune's last experiment checkpoint: the resumed run restarts it, its driver returns at once
+    (``finished_before``) without a report, and the recorder of the new run keeps the stopped row."""
+    store = ResultStore(tmp_path, "s")
+    first, t = ResultTablesCallback(store), trial(TrialParams(epochs=4))
+    first.on_trial_result(0, [], t, result(0, final=False))
+    first.on_trial_complete(0, [], t)
+    assert store.is_finished("t1")
+    resumed = ResultTablesCallback(store)
+    resumed.on_trial_complete(0, [], t)
+    (row,) = store.read("trials").to_pylist()
+    assert row["status"] == "stopped"
+
+
 def test_a_trial_that_ends_without_any_report_is_failed(tmp_path):
     store = ResultStore(tmp_path, "s")
     recorder, t = ResultTablesCallback(store), trial(TrialParams())

@@ -53,6 +53,38 @@ def test_batch_grid_is_five_micro_batches_on_one_worker_three_times():
     assert {t.num_workers for t in trials} == {1}
 
 
+def test_tuned_batch_searches_two_decades_around_the_scaling_rule_at_each_of_batch_grids_batches():
+    tuned, grid = load_space("tuned_batch"), load_space("batch_grid")
+    templates = tuned.expand()
+    first_round = [t for t in templates if t.repeat == 0]
+    assert [t.micro_batch_per_worker for t in first_round] == [t.micro_batch_per_worker for t in grid.expand()][:5]
+    assert (tuned.search.search, tuned.search.metric, tuned.search.scheduler.kind) == ("optuna", "val_accuracy", "asha")
+    for template, rule_trial in zip(first_round, grid.expand()):
+        rule = rule_trial.learning_rate  # batch_grid's lr: the optimizer's scaling rule at this global batch
+        axes = tuned.distributions_of(template)
+        low, high = axes["lr"]["loguniform"]
+        assert low == pytest.approx(rule / 10, rel=1e-6) and high == pytest.approx(rule * 10, rel=1e-6)
+        assert set(axes) == {"lr", "lr_warmup"}
+    # batch_grid's CPU default: the same model, data and epochs, so the two reports set the same trials side by side
+    same = ("model", "dataset", "image_size", "epochs", "flip", "num_workers", "grad_accum_steps")
+    assert {k: getattr(first_round[0], k) for k in same} == {k: getattr(grid.expand()[0], k) for k in same}
+
+
+def test_each_grid_keeps_its_own_distributions_for_the_templates_of_its_points():
+    s = space(
+        "axes:\n"
+        "  - {micro_batch_per_worker: [16, 32], lr: {loguniform: [1.0e-4, 1.0e-3]}}\n"
+        "  - {micro_batch_per_worker: [64], lr: {loguniform: [1.0e-3, 1.0e-2]}}\n"
+        "search: optuna\n"
+    )
+    assert s.searched_axes() == {"lr": "loguniform"}
+    ranges = [s.distributions_of(t)["lr"]["loguniform"] for t in s.expand()]
+    assert ranges == [[1e-4, 1e-3], [1e-4, 1e-3], [1e-3, 1e-2]]
+    mixed = space("axes:\n  - {lr: {loguniform: [1.0e-4, 1.0e-3]}}\n  - {lr: {uniform: [0.1, 0.2]}}\nsearch: optuna\n")
+    with pytest.raises(UsageError, match="same distribution axes in every grid"):
+        mixed.searched_axes()
+
+
 @pytest.mark.parametrize("name", ["batch_grid", "strong_scaling", "weak_scaling", "accum_grid", "heterogeneity"])
 def test_the_spaces_of_the_papers_findings_repeat_every_point_three_times(name):
     assert load_space(name).repeats == 3
@@ -211,6 +243,21 @@ def test_list_override_becomes_an_axis():
 def test_override_of_a_key_that_was_an_axis_in_every_grid_collapses_identical_grids():
     s = space("axes:\n  - {num_workers: [1]}\n  - {num_workers: [2]}").with_overrides({"num_workers": 8})
     assert [t.num_workers for t in s.expand()] == [8]
+
+
+def test_a_list_override_of_points_the_grids_hold_selects_those_grids_with_their_own_ranges():
+    s = load_space("tuned_batch").with_overrides({"micro_batch_per_worker": [16, 256]})
+    assert [(g["micro_batch_per_worker"], g["lr"]["loguniform"]) for g in s.grids] == [
+        ([16], [2.5e-05, 2.5e-03]),
+        ([256], [1.0e-04, 1.0e-02]),
+    ]
+    # a value no grid holds: the list replaces the axis in every grid, as for a single grid
+    s = space("axes:\n  - {num_workers: [1], epochs: [1]}\n  - {num_workers: [2], epochs: [2]}")
+    assert s.with_overrides({"num_workers": [1, 4]}).grids == [
+        {"num_workers": [1, 4], "epochs": [1]},
+        {"num_workers": [1, 4], "epochs": [2]},
+    ]
+    assert s.with_overrides({"num_workers": [2]}).grids == [{"num_workers": [2], "epochs": [2]}]
 
 
 def test_overrides_do_not_change_the_original_space():

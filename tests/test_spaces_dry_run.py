@@ -18,7 +18,7 @@ PAPER_SCALE = ("--dry-run", "--assume-gpus", "8", "--model", "vit_base_patch16_2
 # Sequence parallelism needs the class-token-free, average-pooled ViT-B/16 the space names itself.
 SPACE_MODEL = {"seq_parallel": "vit_base_patch16_avg_224"}
 # batch_grid fixes the digits' 8 px, smaller than ViT-B/16's 16 px patches: refused unless set.
-SPACE_ARGS = {"batch_grid": ("--set", "image_size=224")}
+SPACE_ARGS = {"batch_grid": ("--set", "image_size=224"), "tuned_batch": ("--set", "image_size=224")}
 
 # Trials each space plans on one node of 8 GPUs (placement's spread trials need a node per rank); the spaces
 # of the paper's findings run every point three times.
@@ -33,9 +33,12 @@ PLANNED_ON_8_GPUS = {
     "scientific": 24,  # 3 resolutions x SP 1, 2, 4, 8 (one group each) x checkpointing off and on
     "seq_parallel": 15,  # 3 resolutions x (SP 1, 2, 4 on as many ranks, and SP 1 on 2 and 4 ranks)
     "strong_scaling": 4 * 3,
+    "tuned_batch": 5 * 3 * 4,  # adaptive: 5 batch sizes x 3 repeats, each an Optuna study of 4 trials
     "weak_scaling": 4 * 3,
     "zero_stages": 4,
 }
+# Spaces whose trials Optuna proposes as the sweep goes: their dry run prints the search and the budget
+ADAPTIVE = ("tuned_batch",)
 
 
 def first_round(out: str) -> list[dict[str, str]]:
@@ -59,7 +62,7 @@ def test_every_bundled_space_is_expected_here_and_in_the_readme():
         assert f"| `{name}` |" in readme, f"README's spaces table has no row for {name}"
 
 
-@pytest.mark.parametrize("name", SPACES)
+@pytest.mark.parametrize("name", [s for s in SPACES if s not in ADAPTIVE])
 def test_space_dry_runs_at_paper_scale_on_8_gpus(capsys, name):
     model = SPACE_MODEL.get(name, "vit_base_patch16_224")
     args = [a if a != "vit_base_patch16_224" else model for a in PAPER_SCALE]
@@ -76,6 +79,14 @@ def test_space_dry_runs_at_paper_scale_on_8_gpus(capsys, name):
         assert int(row["global_batch"]) == (
             int(row["micro_batch_per_worker"]) * int(row["grad_accum_steps"]) * replicas
         )
+
+
+@pytest.mark.parametrize("name", ADAPTIVE)
+def test_adaptive_space_dry_runs_its_search_and_budget_at_paper_scale(capsys, name):
+    code, out, err = dry_run(capsys, "--space", name, *PAPER_SCALE, *SPACE_ARGS.get(name, ()))
+    assert code == 0, err
+    assert f"budget: {PLANNED_ON_8_GPUS[name]} trials" in out, out
+    assert "search: optuna, maximise val_accuracy" in out and "scheduler: asha" in out, out
 
 
 def test_accum_grid_holds_the_global_batch_in_one_grid_and_the_micro_batch_in_the_other(capsys):

@@ -47,6 +47,13 @@ LR_RULES: dict[str, tuple[float, int, str]] = {
 }
 
 
+def rule_learning_rate(optimizer: str, global_batch: float) -> float:
+    """The learning rate ``optimizer``'s scaling rule (``LR_RULES``) gives at ``global_batch``."""
+    base, ref, rule = LR_RULES[optimizer]
+    ratio = global_batch / ref
+    return base * (ratio if rule == "linear" else ratio**0.5)
+
+
 @dataclass
 class TrialParams:
     """What one trial runs.  Field docs are shown by ``--list-params``."""
@@ -271,9 +278,7 @@ class TrialParams:
     def learning_rate(self) -> float:
         if self.lr > 0:
             return self.lr
-        base, ref, rule = LR_RULES[self.optimizer]
-        ratio = self.train_batch_size / ref
-        return base * (ratio if rule == "linear" else ratio**0.5)
+        return rule_learning_rate(self.optimizer, self.train_batch_size)
 
     # ---- construction and checks ----------------------------------------------------
     @classmethod

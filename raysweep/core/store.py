@@ -27,6 +27,7 @@ from raysweep.core.schema import (
     table_from_rows,
     version_stamp,
 )
+from raysweep.core.status import is_finished
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -88,8 +89,9 @@ class ResultStore:
         rows = pq.read_table(path).to_pylist()
         return [{k: v for k, v in row.items() if k not in ("sweep", "trial_id")} for row in rows]
 
-    def is_completed(self, trial_id: str) -> bool:
-        return any(row.get("status") == "completed" for row in self.read_trial_rows("trials", trial_id))
+    def is_finished(self, trial_id: str) -> bool:
+        """Whether the trial has a final row: completed, or stopped by the sweep's scheduler."""
+        return any(is_finished(row.get("status")) for row in self.read_trial_rows("trials", trial_id))
 
     def finished_params(self) -> list[str]:
         """``params_json`` of every trial that has a row: those ran and are not to run again."""

@@ -77,11 +77,11 @@ def measured_compile_cost(spec: TrialSpec) -> CompileCost | None:
 
 
 def finished_before(spec: TrialSpec, trial_id: str) -> bool:
-    """A resumed sweep can restart a trial that completed after Tune's last experiment checkpoint.
+    """A resumed sweep can restart a trial that completed (or was stopped) after Tune's last experiment checkpoint.
 
     Its row says so; where the sweep's directory is visible from here (a local run) the
     trial is not run twice.  Elsewhere it runs again and the recorder keeps the first row.
     """
     sweep_dir = Path(spec.sweep_dir)
     store = ResultStore(sweep_dir.parent, sweep_dir.name)
-    return store.is_completed(trial_id)
+    return store.is_finished(trial_id)

@@ -4,7 +4,9 @@
 ``max_concurrent`` at once); this subclass decides *what* it trains: the grid point's template
 (its shape, the one planning checked) with the distribution axes Optuna's ``ask`` proposes from the
 results so far (``ray.tune.search.optuna.OptunaSearch``, one per grid point, so every grid point
-gets the same number of trials and its study learns only from its own).
+gets the same number of trials and its study learns only from its own).  A study's first trial is its
+baseline: every searched parameter at its default, the learning rate at the optimizer's scaling rule
+(where that lies in the searched range): the configuration the search has to beat.
 """
 
 from __future__ import annotations
@@ -38,7 +40,26 @@ def optuna_distributions(axes: dict[str, dict[str, Any]]) -> dict:
     return out
 
 
-def study(axes: dict[str, dict[str, Any]], metric: str, mode: str, seed: int, budget: int):
+def baseline(template: TrialParams, axes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The searched parameters of ``template`` at their defaults (``lr`` 0 is the scaling rule's value), those
+    inside their axis's range."""
+    defaults = {f.name: f.default for f in dataclasses.fields(TrialParams) if f.name in axes}
+    unsearched = dataclasses.replace(template, **defaults)
+    point = {name: getattr(unsearched, name) for name in axes}
+    if "lr" in point:
+        point["lr"] = unsearched.learning_rate
+    return {name: value for name, value in point.items() if inside(value, axes[name])}
+
+
+def inside(value: Any, spec: dict[str, Any]) -> bool:
+    ((kind, args),) = spec.items()
+    if kind == "choice":
+        return value in args
+    high_open = kind == "randint"  # [low, high)
+    return args[0] <= value < args[1] if high_open else args[0] <= value <= args[1]
+
+
+def study(axes: dict[str, dict[str, Any]], metric: str, mode: str, seed: int, budget: int, start: dict[str, Any]):
     import optuna
     from optuna.samplers import TPESampler
     from ray.tune.search.optuna import OptunaSearch
@@ -47,14 +68,20 @@ def study(axes: dict[str, dict[str, Any]], metric: str, mode: str, seed: int, bu
 
     # TPE models the results once this many random trials have run: half the budget, so it has a say
     sampler = TPESampler(seed=seed, n_startup_trials=max(1, budget // 2))
-    return OptunaSearch(space=optuna_distributions(axes), metric=metric, mode=mode, sampler=sampler)
+    return OptunaSearch(
+        space=optuna_distributions(axes),
+        metric=metric,
+        mode=mode,
+        sampler=sampler,
+        points_to_evaluate=[start] if start else None,
+    )
 
 
 class OptunaFitSearcher(FitSearcher):
     def __init__(
         self,
         templates: list[TrialParams],
-        axes: dict[str, dict[str, Any]],
+        axes: list[dict[str, dict[str, Any]]],
         budget: int,
         metric: str,
         mode: str,
@@ -67,7 +94,11 @@ class OptunaFitSearcher(FitSearcher):
         planned = [template for template in templates for _ in range(budget)]
         super().__init__(planned, capacity, base_spec, max_concurrent, finished_params)
         self.budget, self.metric_name = budget, metric
-        self.studies = [study(axes, metric, mode, seed, budget) for seed in range(len(templates))]
+        # template i's study searches axes[i] (its grid's ranges)
+        self.studies = [
+            study(point_axes, metric, mode, seed, budget, baseline(template, point_axes))
+            for seed, (template, point_axes) in enumerate(zip(templates, axes))
+        ]
         self.study_of: dict[str, int] = {}
 
     def suggest(self, trial_id: str) -> dict | str | None:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+from collections import Counter
 
 from raysweep.core.store import read_table
-from tests.integration.conftest import REPO, explain, run_cli
+from tests.integration.conftest import REPO, Run, explain, run_cli, table
 
 BATCHES = "micro_batch_per_worker=[16,32,128,256]"
 
@@ -61,3 +65,38 @@ def test_optuna_from_the_api_searches_each_grid_point_with_its_budget(tmp_path):
     assert all(t["status"] in ("completed", "stopped") for t in trials), trials
     assert all(1e-4 <= t["lr"] <= 1e-2 for t in trials), trials
     assert len({t["lr"] for t in trials}) == 4, trials  # Optuna's proposals, not the template's draw
+
+
+def test_an_adaptive_sweep_killed_with_sigkill_resumes_without_rerunning_a_finished_or_stopped_trial(tmp_path):
+    """tuned_batch (Optuna under ASHA, 5 batch sizes x 3 trials) killed with SIGKILL once 4 trials have rows;
+    --resume ends with one row per trial and each study's budget, keeps every row written before the kill, and
+    continues Tune's searcher (each batch size's study keeps its budget of 3) and the ASHA schedulers (their
+    rungs still hold the trials from before the kill)."""
+    name, sweep = "killed", tmp_path / "killed"
+    args = ["--space", "tuned_batch", "--repeats", "1", "--num-samples", "3", "--epochs", "3"]
+    run = Run(tmp_path, *args, "--results-dir", str(tmp_path), "--name", name, "--no-report", "--no-dashboard")
+    deadline = time.time() + 600
+    while len(list((sweep / "trials").glob("*.parquet"))) < 4:
+        assert run.proc.poll() is None, run.output()
+        assert time.time() < deadline, run.output()
+        time.sleep(0.2)
+    os.kill(run.proc.pid, signal.SIGKILL)
+    run.proc.wait()
+    before = {r["trial_id"]: (r["status"], r["finished_at"]) for r in table(sweep, "trials").to_pylist()}
+    assert len(before) >= 4 and len(before) < 15, before
+
+    resumed = run_cli("--resume", str(sweep), "--no-report", "--no-dashboard")
+    assert resumed.returncode == 0, explain(resumed)
+    rows = table(sweep, "trials").to_pylist()
+    assert len(rows) == len({r["trial_id"] for r in rows}) == 15, explain(resumed)
+    assert Counter(r["micro_batch_per_worker"] for r in rows) == {b: 3 for b in (16, 32, 64, 128, 256)}, rows
+    assert {r["status"] for r in rows} <= {"completed", "stopped"}, rows
+    after = {r["trial_id"]: (r["status"], r["finished_at"]) for r in rows}
+    assert all(after[tid] == row for tid, row in before.items()), (before, after)  # none ran again
+
+    with open(sweep / "schedulers.pkl", "rb") as f:
+        studies = pickle.load(f)  # one ASHA per batch size's study, as the resumed run left them
+    recorded = {tid for asha in studies.values() for bracket in asha._brackets for _, rung in bracket._rungs
+                for tid in rung}  # fmt: skip
+    assert set(before) <= recorded, (sorted(before), sorted(recorded))
+    assert len(studies) == 5, studies

@@ -1,0 +1,200 @@
+"""Accuracy against batch size with the learning rate tuned per batch size, beside the scaling rule's.
+
+A sweep searched the learning rate where, within one configuration, some batch size ran at more than one
+learning rate (``tuned_batch``: an Optuna study per batch size and repeat). Per batch size and repeat the
+tuned value is the best completed trial's validation accuracy (the study's pick; a scheduler-stopped trial
+has no final accuracy); the scaling rule's value is the completed trial at the optimizer's scaling-rule
+learning rate and the default warm-up (each study's first trial). A batch size's point is the median of its
+repeats' values, with their range.
+
+The finding: whether accuracy still falls from the best batch size to the largest once the learning rate is
+tuned, under the report's rule (``analysis.evidence``): the best batch size's repeats against the largest's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import pandas as pd
+
+from analysis.evidence import Verdict, compare
+from analysis.groups import BATCH, Comparison, Group, find_groups
+from raysweep.core.params import LR_RULES, TrialParams, rule_learning_rate
+
+SEARCHED = ("lr", "lr_warmup")  # what a tuned sweep searches per batch size; the rest of a trial is its group's
+TUNED = Comparison("tuned", "T", "micro_batch_per_worker", (*BATCH.derived, *SEARCHED), None, "throughput_per_worker")
+DEFAULT_WARMUP = next(f.default for f in fields(TrialParams) if f.name == "lr_warmup")
+RULE_TOLERANCE = 1e-6  # relative: a learning rate written back from the rule's float is the rule's
+
+
+@dataclass(frozen=True)
+class AccuracyCurve:
+    """Validation accuracy per batch size: one value per repeat (a study's best, or the rule's trial)."""
+
+    label: str
+    values: dict[float, tuple[float, ...]]  # micro batch -> one value per repeat
+
+    def points(self) -> pd.DataFrame:
+        """One row per batch size: the median of its repeats, their range and count."""
+        rows = [
+            {
+                "micro_batch_per_worker": batch,
+                "val_accuracy": float(pd.Series(v).median()),
+                "accuracy_min": min(v),
+                "accuracy_max": max(v),
+                "repeats": len(v),
+            }
+            for batch, v in sorted(self.values.items())
+            if v
+        ]
+        return pd.DataFrame(
+            rows, columns=["micro_batch_per_worker", "val_accuracy", "accuracy_min", "accuracy_max", "repeats"]
+        )
+
+    def median(self, batch: float) -> float:
+        values = self.values.get(batch, ())
+        return float(pd.Series(values).median()) if values else math.nan
+
+
+@dataclass(frozen=True)
+class Decline:
+    """From the batch size with the best median accuracy to the largest; ``verdict`` None: the largest is best."""
+
+    peak: float
+    largest: float
+    verdict: Verdict | None
+
+    def sentence(self, curve: AccuracyCurve) -> str:
+        if self.verdict is None:
+            return f"no decline: accuracy is highest at the largest micro batch, {self.largest:g}"
+        drop = curve.median(self.peak) - curve.median(self.largest)
+        return (
+            f"{drop:.3f} lower at micro batch {self.largest:g} than at {self.peak:g} "
+            f"({spread(curve, self.largest)} vs {spread(curve, self.peak)}): {self.verdict.sentence()}"
+        )
+
+
+def decline(curve: AccuracyCurve) -> Decline | None:
+    """The rule on the fall at large batch; None with fewer than two batch sizes measured."""
+    batches = sorted(b for b, v in curve.values.items() if v)
+    if len(batches) < 2:
+        return None
+    peak = max(batches, key=lambda b: (curve.median(b), -b))  # of equal medians, the smaller batch
+    largest = batches[-1]
+    if peak == largest:
+        return Decline(peak, largest, None)
+    return Decline(peak, largest, compare(curve.values[peak], curve.values[largest]))
+
+
+def spread(curve: AccuracyCurve, batch: float) -> str:
+    values = curve.values[batch]
+    if len(values) < 2:
+        return f"{values[0]:.3f}, 1 repeat"
+    return f"median {curve.median(batch):.3f}, range {min(values):.3f}–{max(values):.3f} over {len(values)} repeats"
+
+
+@dataclass(frozen=True)
+class TunedResult:
+    group: Group
+    tuned: AccuracyCurve
+    rule: AccuracyCurve
+    best: pd.DataFrame  # the best completed trial per batch size and repeat: trial_id, lr, lr_warmup, accuracy
+
+    def shortfalls(self) -> dict[float, float]:
+        """Batch sizes where the tuned median is below the rule's: by how much."""
+        out = {}
+        for batch in sorted(set(self.tuned.values) & set(self.rule.values)):
+            gap = self.rule.median(batch) - self.tuned.median(batch)
+            if gap > 0:
+                out[batch] = gap
+        return out
+
+    def answer(self) -> str | None:
+        """The report's first sentence for a sweep that tuned the learning rate; None without two batch sizes."""
+        found = decline(self.tuned)
+        if found is None:
+            return None
+        if found.verdict is None:
+            return (
+                f"With the learning rate tuned per batch size, accuracy is highest at the largest micro batch, "
+                f"{found.largest:g} ({spread(self.tuned, found.largest)}): no decline at large batch."
+            )
+        return (
+            f"With the learning rate tuned per batch size, validation accuracy at micro batch {found.largest:g} is "
+            f"{self.tuned.median(found.largest):.3f} against {self.tuned.median(found.peak):.3f} at "
+            f"{found.peak:g}; that the decline at large batch survives tuning is {found.verdict.sentence()}."
+        )
+
+    def finding(self) -> str:
+        """Whether the decline at large batch survives tuning, with the scaling rule's beside it."""
+        tuned, rule = decline(self.tuned), decline(self.rule)
+        text = f"Accuracy vs batch size, tuned learning rate ({self.group.id}): "
+        if tuned is None:
+            text += "fewer than two batch sizes have a completed trial"
+        elif tuned.verdict is None:
+            text += f"{tuned.sentence(self.tuned)}, so there is no decline at large batch to survive tuning"
+        elif tuned.verdict.established:
+            text += f"the decline at large batch survives tuning; {tuned.sentence(self.tuned)}"
+        else:
+            text += (
+                f"whether the decline at large batch survives tuning is not established; {tuned.sentence(self.tuned)}"
+            )
+        if rule is not None:
+            text += f". With the scaling rule's learning rate: {rule.sentence(self.rule)}"
+        short = self.shortfalls()
+        if short:
+            where = ", ".join(f"micro batch {b:g} by {gap:.3f}" for b, gap in short.items())
+            text += f". The tuned best is below the scaling rule's at {where}"
+        elif self.rule.values:
+            text += ". The tuned best is at least the scaling rule's at every batch size with both"
+        return text + "."
+
+
+def is_rule_lr(row: pd.Series) -> bool:
+    """The trial ran at its optimizer's scaling-rule learning rate and the default warm-up."""
+    if row.get("optimizer") not in LR_RULES or pd.isna(row.get("global_batch")) or pd.isna(row.get("lr")):
+        return False
+    rule = rule_learning_rate(str(row["optimizer"]), float(row["global_batch"]))
+    return math.isclose(float(row["lr"]), rule, rel_tol=RULE_TOLERANCE) and math.isclose(
+        float(row["lr_warmup"]), DEFAULT_WARMUP
+    )
+
+
+def searched_lr(rows: pd.DataFrame) -> bool:
+    """Some batch size of these trials ran at more than one learning rate."""
+    return bool((rows.groupby("micro_batch_per_worker")["lr"].nunique() > 1).any())
+
+
+def tuned_analysis(trials: pd.DataFrame) -> list[TunedResult]:
+    """One result per configuration that searched the learning rate at two or more batch sizes.
+
+    ``trials``: every measured trial (stopped ones with a blank accuracy count for the search, not the best).
+    """
+    if not {"lr", "lr_warmup", "val_accuracy"} <= set(trials.columns):
+        return []
+    results = []
+    for group in find_groups(trials, TUNED):
+        rows = trials[trials["trial_id"].isin(group.trial_ids)]
+        if not group.comparable or not searched_lr(rows):
+            continue
+        rows = rows.assign(repeat=rows["repeat"].fillna(0) if "repeat" in rows else 0)
+        done = rows[rows["val_accuracy"].notna()]
+        best = done.loc[done.groupby(["micro_batch_per_worker", "repeat"])["val_accuracy"].idxmax()]
+        rule_rows = done[done.apply(is_rule_lr, axis=1)] if len(done) else done
+        results.append(
+            TunedResult(
+                group,
+                curve("tuned learning rate", best),
+                curve("scaling-rule learning rate", rule_rows),
+                best[["micro_batch_per_worker", "repeat", "trial_id", "lr", "lr_warmup", "val_accuracy"]]
+                .sort_values(["micro_batch_per_worker", "repeat"])
+                .reset_index(drop=True),
+            )
+        )
+    return results
+
+
+def curve(label: str, rows: pd.DataFrame) -> AccuracyCurve:
+    by_batch = rows.groupby("micro_batch_per_worker")["val_accuracy"]
+    return AccuracyCurve(label, {float(b): tuple(float(v) for v in values) for b, values in by_batch})

@@ -1,0 +1,44 @@
+"""OptunaFitSearcher without a cluster: one study per grid point over that point's own ranges, each starting
+from its baseline (the scaling rule's learning rate, the default warm-up), then Optuna's proposals."""
+
+from __future__ import annotations
+
+import pytest
+
+from raysweep.core.params import TrialParams
+from raysweep.core.spec import SPEC_KEY
+from raysweep.runtime.capacity import Capacity
+from raysweep.runtime.optuna_searcher import OptunaFitSearcher, baseline
+from raysweep.space import load_space
+from tests.specs import trial_spec
+
+
+def params_of(suggestion) -> TrialParams:
+    assert isinstance(suggestion, dict), suggestion
+    return suggestion[SPEC_KEY].params
+
+
+def test_the_baseline_is_the_rule_and_the_defaults_where_the_ranges_hold_them():
+    template = TrialParams(micro_batch_per_worker=64, lr=0.003, lr_warmup=0.2)  # a template's own draw
+    axes = {"lr": {"loguniform": [5e-5, 5e-3]}, "lr_warmup": {"uniform": [0.0, 0.3]}}
+    assert baseline(template, axes) == {"lr": pytest.approx(1e-3 * (64 / 256) ** 0.5), "lr_warmup": 0.05}
+    assert baseline(template, {"lr": {"loguniform": [1e-2, 1e-1]}}) == {}  # the rule lies outside: Optuna picks
+    assert baseline(template, {"zero_stage": {"choice": [1, 2]}}) == {}
+
+
+def test_each_batch_sizes_study_starts_at_its_rule_then_searches_its_own_range():
+    space = load_space("tuned_batch")
+    templates = [t for t in space.expand() if t.repeat == 0][:2]  # micro batch 16 and 32
+    axes = [space.distributions_of(t) for t in templates]
+    searcher = OptunaFitSearcher(
+        templates, axes, 3, "val_accuracy", "max", Capacity({"node": {"CPU": 64.0, "GPU": 0.0}}), trial_spec(index=-1)
+    )
+    proposed = [params_of(searcher.suggest(f"t{i}")) for i in range(6)]
+    assert [p.micro_batch_per_worker for p in proposed] == [16, 16, 16, 32, 32, 32]
+    for study, template in enumerate(templates):
+        first, *rest = proposed[3 * study : 3 * study + 3]
+        rule = TrialParams(micro_batch_per_worker=template.micro_batch_per_worker).learning_rate
+        assert (first.lr, first.lr_warmup) == (pytest.approx(rule), 0.05)
+        for p in rest:
+            assert rule / 10 <= p.lr <= rule * 10 and 0.0 <= p.lr_warmup <= 0.3
+            assert p.lr != pytest.approx(rule)

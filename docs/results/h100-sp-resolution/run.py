@@ -112,7 +112,7 @@ def predicted_edge(probes: list[Probe], capacity_gib: float) -> int | None:
 def search(checkpointing: int, args: argparse.Namespace, deadline: float, log) -> tuple[BatchSearch, list[Probe]]:
     """Doubling then bisection over the side in patches, as ``--find-max-batch`` searches the micro batch."""
     limits = SearchLimits(max_probes=12, max_micro_batch=args.max_side // PATCH, resolution=args.resolution // PATCH)
-    edge = BatchSearch(start=FIGURE_SIDES[0] // PATCH, limits=limits)
+    edge = BatchSearch(start=args.start_side // PATCH, limits=limits)
     probes = []
     while (patches := edge.next_batch()) is not None and time.perf_counter() < deadline:
         probe = train_probe(patches * PATCH, checkpointing, args.in_chans)
@@ -137,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-side", type=int, default=8192, help="doubling stops here (px)")
     parser.add_argument("--resolution", type=int, default=256, help="bisection stops within this many px")
     parser.add_argument("--budget-s", type=float, default=420.0, help="no probe starts after this many seconds")
+    parser.add_argument("--start-side", type=int, default=FIGURE_SIDES[0], help="the first side probed (px)")
+    parser.add_argument(
+        "--checkpointing", default="0,1", help="comma-separated: 0 (off), 1 (every block); searched in this order"
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -153,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     every: list[Probe] = []
     edges = {}
-    for checkpointing in (0, 1):
+    for checkpointing in (int(c) for c in args.checkpointing.split(",")):
         edge, probes = search(checkpointing, args, deadline, log)
         every += probes
         edges[checkpointing] = (edge, predicted_edge(probes, capacity))

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from raysweep.core.errors import UsageError
+from raysweep.core.params import TrialParams
 from raysweep.core.schema import (
     SCHEMA_VERSION,
     TABLES,
@@ -94,8 +95,12 @@ class ResultStore:
         return any(is_finished(row.get("status")) for row in self.read_trial_rows("trials", trial_id))
 
     def finished_params(self) -> list[str]:
-        """``params_json`` of every trial that has a row: those ran and are not to run again."""
-        return [p for p in self.read("trials").column("params_json").to_pylist() if p]
+        """``TrialParams.key()`` of every trial that has a row: those ran and are not to run again.
+
+        Each ``params_json`` is read back through today's parameters, so a row written by an older raysweep
+        (without a field added since, or ``compile`` as a boolean) still matches its trial on ``--resume``.
+        """
+        return [canonical_key(p) for p in self.read("trials").column("params_json").to_pylist() if p]
 
     def write_sweep_json(self, info: dict[str, Any]) -> Path:
         """``info`` as ``sweep.json``, stamped with the writing raysweep's and the schema's version."""
@@ -110,6 +115,14 @@ class ResultStore:
     def read(self, table: str) -> pa.Table:
         """All rows of one table in this sweep (empty table of the right schema if none)."""
         return read_table(self.table_dir(table), table)
+
+
+def canonical_key(params_json: str) -> str:
+    """``params_json`` as today's ``TrialParams.key()``; as written where today's parameters cannot read it."""
+    try:
+        return TrialParams.from_dict(json.loads(params_json)).key()
+    except (UsageError, ValueError, TypeError):
+        return params_json
 
 
 def read_table(directory: Path, table: str) -> pa.Table:

@@ -189,6 +189,13 @@ def test_a_file_from_before_versions_reads_as_the_oldest_with_nulls_in_the_colum
     assert table.column("num_workers").to_pylist() == [2] and table.column("throughput").to_pylist() == [None]
 
 
+def test_a_version_1_file_reads_its_boolean_compile_as_what_was_asked(store):
+    (store.root / "trials").mkdir(parents=True)
+    old = pa.table({"trial_id": ["t0", "t1"], "compile": [False, True]})
+    pq.write_table(old.replace_schema_metadata({b"schema_version": b"1"}), store.root / "trials" / "t0.parquet")
+    assert store.read("trials").column("compile").to_pylist() == ["false", "true"]
+
+
 def test_a_file_of_a_newer_schema_is_refused_naming_the_raysweep_it_needs(store):
     path = store.write_rows("trials", "t1", [trial_row()])
     newer = pq.read_table(path)

@@ -333,7 +333,7 @@ def table_from_rows(name: str, rows: list[dict[str, Any]]) -> pa.Table:
 # The layout of the tables and of sweep.json. Raised only by a change that breaks an older reader (a column
 # renamed, retyped or given a new meaning): an added column keeps it, since readers fill a column a file lacks
 # with nulls and show one they do not know. Files from before versions were recorded read as UNVERSIONED.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the trials table's `compile` is what was asked (false, true, auto), `compiled` what ran
 UNVERSIONED = 0
 # Their keys in every Parquet file's metadata and in sweep.json.
 RAYSWEEP_VERSION_KEY, SCHEMA_VERSION_KEY = "raysweep_version", "schema_version"

@@ -22,6 +22,7 @@ from analysis.report import images
 from raysweep.core.schema import table_from_rows
 from raysweep.core.store import ResultStore
 from tests.test_analysis import add_trial
+from tests.test_predict import trial
 
 CONFIG = json.dumps({"engine": "ddp", "model": "m"})
 
@@ -98,25 +99,6 @@ def test_with_nothing_measured_beyond_one_rank_every_predicted_kind_is_drawn_and
     assert not any(isinstance(c, ErrorbarContainer) for a in drawn.figure.axes for c in a.containers)
     assert "Strong scaling and weak scaling" in drawn.caption
     assert "nothing measured beyond one rank" in drawn.caption and "shaded" not in drawn.caption
-
-
-def trial(trial_id: str, workers: int, micro: int, step_ms: float) -> dict:
-    params = {"model": "m", "engine": "ddp", "precision": "fp32", "zero_stage": 0, "num_workers": workers}
-    return {
-        "trial_id": trial_id,
-        "status": "completed",
-        "num_workers": workers,
-        "micro_batch_per_worker": micro,
-        "grad_accum_steps": 1,
-        "global_batch": micro * workers,
-        "step_time_ms": step_ms,
-        "trainable_params": 1_000_000,
-        "engine": "ddp",
-        "precision": "fp32",
-        "amp": "autocast",
-        "zero_stage": 0,
-        "params_json": json.dumps({**params, "micro_batch_per_worker": micro}),
-    }
 
 
 def sweep_analysis(sweep: Path, links: bool) -> SimpleNamespace:

@@ -29,8 +29,8 @@ def test_each_sweep_has_its_own_inductor_and_triton_caches(tmp_path):
     ],
 )
 def test_the_compile_mode_reaches_torch_compile_as_its_mode_with_shapes_kept_static(mode, options):
-    # static: a group's later trial of another batch size gets a graph specialised to its shape, not the
-    # symbolic-batch graph dynamo would otherwise switch to at the second size (slower at small batches)
+    # static: a batch of another size gets a graph specialised to its shape, not the symbolic-batch graph
+    # dynamo would otherwise switch to at the second size
     assert compile_options(TrialParams.from_dict({"compile": True, "compile_mode": mode})) == options
 
 
@@ -41,8 +41,8 @@ def test_an_unknown_compile_mode_is_refused_naming_the_modes():
         TrialParams.from_dict({"compile": True, "compile_mode": "fast"}).validate()
 
 
-def test_a_second_batch_size_in_one_process_gets_its_own_static_graph():
-    # What a worker group does: one process, trial after trial of the same model at other micro batches.
+def test_a_second_batch_size_gets_its_own_static_graph():
+    # As a trial's last partial batch or its validation batches do, before any reset of dynamo's caches.
     graphs = []
 
     def recording_backend(gm, example_inputs):

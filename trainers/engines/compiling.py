@@ -21,9 +21,9 @@ def compiles(params: TrialParams) -> bool:
 def compile_options(params: TrialParams) -> dict:
     """torch.compile's keyword arguments for the trial's mode (its default mode is ``mode=None``).
 
-    ``dynamic=False``: a worker group runs trial after trial in one process, and dynamo, seeing a second batch
-    size of the same model, would otherwise recompile with a symbolic batch dimension and keep that graph for
-    every later trial, whose small-batch steps then run slower than a graph specialised to their shape.
+    ``dynamic=False``: a trial's shapes are fixed by its parameters, so a batch of another size (a last
+    partial batch, validation's) gets a graph specialised to it, where dynamo would otherwise recompile
+    the frame with a symbolic batch dimension and keep that slower graph for every size after it.
     """
     mode = {} if params.compile_mode == "default" else {"mode": params.compile_mode}
     return {"dynamic": False, **mode}

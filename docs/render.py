@@ -1267,6 +1267,53 @@ def h100_first_step_probe() -> str:
     return table([*header, "model", "engine", "first step"], body, "lrrrrrr")
 
 
+def first_step_profiles() -> dict[str, dict[str, float]]:
+    """The rank's first profiled engine build (``profile1``) and its import tree, from ``summary-profiles.csv``."""
+    return {
+        "build": records("h100-first-step", "profile1", "summary-profiles.csv")["engine build"],
+        "imports": records("h100-first-step", "importtime", "summary-profiles.csv")["import"],
+    }
+
+
+@figure("h100-first-step-compile")
+def h100_first_step_compile() -> str:
+    p = first_step_profiles()
+    return (
+        f"{p['build']['compile s']:.1f} s of a fresh\nrank's first engine build, {p['build']['compile calls']:.0f} "
+        f"modules; `import timm` {p['imports']['timm s']:.1f} s, sympy {p['imports']['sympy s']:.1f} s of it"
+    )
+
+
+@figure("h100-first-step-profile")
+def h100_first_step_profile() -> str:
+    p = first_step_profiles()
+    probes = list(records("h100-first-step", "probe").values())
+    group = {run["eager"]: [] for run in probes}
+    engine = {run["eager"]: [] for run in probes}
+    for run in probes:
+        group[run["eager"]].append(run["process group, device"] - run["import torch, ray.train.torch"])
+        engine[run["eager"]].append(run["engine"] - run["model"])
+    build, imports = p["build"], p["imports"]
+    return (
+        f"- **Python compiles the packages' modules again in every process.** The first engine build's profile\n"
+        f"  (`profile1`): of its {build['seconds']:.2f} s, {build['compile s']:.2f} s are `builtins.compile`, "
+        f"{build['compile calls']:.0f} modules compiled from source (torch's\n"
+        f"  compiler stack, which `deepspeed.initialize` imports, networkx, jinja2). The image sets\n"
+        f"  `PYTHONDONTWRITEBYTECODE=1` and ships torch, sympy, networkx and jinja2 with no current bytecode\n"
+        f"  (`../h100-bytecode-cache/`, call2's `diag.py`), so nothing compiled is ever kept. The\n"
+        f"  import tree says the same of the imports: `import timm` {imports['timm s']:.1f} s, "
+        f"{imports['torchvision s']:.1f} s of it torchvision's import of\n"
+        f"  `torch._dynamo` (sympy alone {imports['sympy s']:.1f} s; the 2-core machine's import tree, whose "
+        f"packages have their\n  bytecode, is not kept). `raysweep.runtime.bytecode_cache` is the answer "
+        f"(`../h100-bytecode-cache/`).\n"
+        f"- NCCL's communicator: DeepSpeed's first broadcasts took {build['deepspeed broadcast s']:.2f} s in the "
+        f"profiled build. Made at\n  `init_process_group` instead (`--eager`, one run), the process group took "
+        f"{span(group[1.0], '.2f')} s against {span(group[0.0], '.2f')} s and the\n  engine's build was no shorter "
+        f"({span(engine[1.0], '.2f')} s against {engine[0.0][-1]:.2f} s, the run not profiled): nothing to gain by "
+        f"moving it."
+    )
+
+
 @figure("h100-first-step-sweeps")
 def h100_first_step_sweeps() -> str:
     runs = economy_runs("h100-first-step")
@@ -1929,6 +1976,82 @@ def h200_first_trial_floor() -> str:
         ],
     ]
     return table(["", *columns], rows, "lrrrr")
+
+
+def first_trial_costs(prefix: str) -> dict[str, float]:
+    """Where a host's first sweep's first trial went, from its process starts and its ``setup_breakdown``, and
+    what issue 13's duty cycle of 0.85 would have left that trial (the sweep's other costs as measured)."""
+    experiment = "h200-first-trial-floor"
+    economy = records(experiment, f"{prefix}table")["s1"]
+    starts = records(experiment, f"{prefix}timeline")["s1"]
+    phases = next(r for tag, r in records(experiment, f"{prefix}table").items() if tag.startswith("first trial"))
+    floors = [run["since_launch_s.first step"] for run in records(experiment, f"{prefix}floor").values()]
+    trained = sum(setups(economy, "timed_s"))
+    allowed = trained / 0.85
+    other = economy["wall_s"] - economy["setup_s[0]"] - trained
+    need = allowed - trained - other
+    worker = starts["process started: RayTrainWorker"]
+    return {
+        "first": economy["setup_s[0]"],
+        "later": setups(economy)[1:],
+        "group": -starts["process started: TrialGroup"],
+        "coordinator": -starts["process started: _AutoscalingCoordinatorActor"],
+        "controller": starts["process started: TrainController"],
+        "to worker": worker - starts["process started: TrainController"],
+        "worker": phases["worker_started"] - worker,
+        "step": phases["first_step"] - phases["worker_started"],
+        "trained": trained,
+        "wall": economy["wall_s"],
+        "allowed": allowed,
+        "other": other,
+        "need": need,
+        "warm floor": floors[-1],
+    }
+
+
+@figure("h200-first-trial-floor-breakdown")
+def h200_first_trial_floor_breakdown() -> str:
+    a, b = first_trial_costs(""), first_trial_costs("host2/")
+    b_controller = f"{-b['controller']:.1f} s before" if b["controller"] < 0 else f"{b['controller']:.1f} s after"
+    return (
+        f"Where the first trial's {a['first']:.1f} s go (host A s1, from the process starts and the trial's "
+        f"`setup_breakdown` in `summary.csv`): the group's\n`TrialGroup` actor and Train's autoscaling coordinator "
+        f"start {a['group']:.1f} and {a['coordinator']:.1f} s before the trial; Train's\ncontroller starts "
+        f"{a['controller']:.2f} s after it; the controller starts the worker process {a['to worker']:.1f} s later "
+        f"(its own imports,\ntorch among them, the placement group); the worker's process start, imports (Ray, torch, "
+        f"Ray Train's torch\nintegration, timm, DeepSpeed), process group and train context take {a['worker']:.1f} s; "
+        f"model, engine and first step\n{a['step']:.1f} s. On host B (s1, {b['first']:.1f} s) the same steps: the "
+        f"controller started {b_controller} the trial and started the\nworker {b['to worker']:.1f} s later; the "
+        f"worker reached the trial's code {b['worker']:.1f} s after its start; model, engine and step "
+        f"{b['step']:.1f} s.\nA later trial reuses the worker process: {span(a['later'] + b['later'], '.1f')} s.\n\n"
+        f"What 0.85 would take here: host A's s1 trained {a['trained']:.1f} s, so 0.85 allows a wall time of "
+        f"{a['allowed']:.1f} s, {a['wall'] - a['allowed']:.1f} s less than\nmeasured; everything but the first "
+        f"trial's start-up already costs only {a['other']:.1f} s (later trials' start-up,\nwarm-up steps, the final "
+        f"reports), so the first trial would have to reach its first step {a['need']:.1f} s after its\nstart: "
+        f"{a['warm floor'] - a['need']:.1f} s below this host's warm cold-process floor, the time one process needs "
+        f"to import the libraries,\nbuild the model and engine and take one step with nothing else in the way. Host "
+        f"B's s1 ({b['trained']:.1f} s trained,\n{b['other']:.1f} s of other overhead) would need {b['need']:.1f} s: "
+        f"{b['warm floor'] - b['need']:.1f} s below that host's warm floor of {b['warm floor']:.1f} s."
+    )
+
+
+@figure("h200-first-trial-cost")
+def h200_first_trial_cost() -> str:
+    a = first_trial_costs("")
+    return (
+        f"Of the first trial's {a['first']:.1f} s (host A, first sweep): Train's controller starts at "
+        f"{a['controller']:+.2f} s and starts the worker\nprocess {a['to worker']:.1f} s later; the worker's imports, "
+        f"process group and train context take {a['worker']:.1f} s; model, engine\nand first step "
+        f"{a['step']:.1f} s. For 0.85 that sweep ({a['trained']:.1f} s of timed training, {a['other']:.1f} s of every "
+        f"other overhead) would\nneed its first trial at its first step {a['need']:.1f} s after its start, "
+        f"{a['warm floor'] - a['need']:.1f} s below the warm floor"
+    )
+
+
+@figure("h200-controller-to-worker")
+def h200_controller_to_worker() -> str:
+    starts = records("h200-device-warm", "call4/timeline")["new4"]
+    return f"{starts['process started: RayTrainWorker'] - starts['process started: TrainController']:.1f} s"
 
 
 @figure("h200-device-warm-probe")

@@ -123,7 +123,7 @@ def economy_rows(line: str, number: int) -> list[tuple[str, str, float]]:
 TIMELINE_RUN = re.compile(
     rf"^(?P<tag>[\w-]+): (?:seconds after launch|CLI launch at (?P<launch>{NUMBER}) s|wall (?P<wall>{NUMBER}) s)"
 )
-TIMELINE_EVENT = re.compile(rf"^\s+(?P<value>{NUMBER})(?: s)?\s+(?P<event>\S.*)$")
+TIMELINE_EVENT = re.compile(rf"^\s+\+?(?P<value>{NUMBER})(?: s)?\s+(?P<event>\S.*)$")
 
 
 def labelled_values(line: str) -> list[tuple[str, str, float]]:

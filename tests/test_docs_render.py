@@ -120,4 +120,4 @@ def test_summarize_logs_reads_timelines_trial_tables_bench_lines_and_json():
     assert ("9aada84a", "throughput", 1626.0) in rows and ("9aada84a", "setup_s", 25.17) in rows
     assert ("full stack", "ratio", 0.984) in rows and ("full stack", "data_wait_fraction", 0.0002) in rows
     assert ("round 1 pixels (line 10)", "images_per_s", 7251.1) in rows
-    assert ("round 1 pixels (line 9)", "compile", 0.0) in rows
+    assert ("round 1 pixels (line 10)", "compile", 0.0) in rows

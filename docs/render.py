@@ -1243,6 +1243,17 @@ def tried_preload() -> str:
     return table(["", "without (f563bb2)", "with the preload"], rows, "lrr")
 
 
+@figure("tried-preload-h200-pair")
+def tried_preload_h200_pair() -> str:
+    base, new = (measured("tried-preload", source, "setup_s")[0] for source in ("h200-base1", "h200-new2"))
+    return f"{abs(base - new):.1f} s"
+
+
+@figure("tried-preload-h200-floor")
+def tried_preload_h200_floor() -> str:
+    return f"{measured('tried-preload', 'h200-floor', 'phases.first step')[0]:.1f} s"
+
+
 # --- a fresh GPU rank's first seconds on an H100 host (docs/results/h100-first-step) ---
 
 

@@ -739,6 +739,28 @@ def h200_duty_cycle_floor() -> str:
     )
 
 
+@figure("h200-duty-cycle-over-floor")
+def h200_duty_cycle_over_floor() -> str:
+    setup = statistics.median(r["setup_s"] for r in summary("h200-duty-cycle"))
+    floors = [v for (_, _, q), v in measures("h200-duty-cycle", "summary-logs.csv").items() if q == "first step"]
+    return f"{span([setup - f for f in floors], '.0f')} s"
+
+
+@figure("h200-duty-cycle-targets")
+def h200_duty_cycle_targets() -> str:
+    economy = json.loads((RESULTS / "h200-duty-cycle" / "sweep.json").read_text())["economy"]
+    rows = summary("h200-duty-cycle")
+    setup = statistics.median(r["setup_s"] for r in rows)
+    teardowns = [r["teardown_s"] for r in rows]
+    met = sum(t <= 1.0 for t in teardowns)  # issue 13's teardown target, 1 s
+    slowest = max(rows, key=lambda r: r["teardown_s"])
+    return (
+        f"setup <= 5 s for later trials (measured: median {setup:.0f} s) and duty cycle >= 0.85\n"
+        f"(measured {economy['duty_cycle']:.2f}) are **not met**; teardown <= 1 s is met for {count(met)} of "
+        f"{count(len(rows))} trials ({slowest['teardown_s']:.2f} s on micro batch {slowest['micro_batch_per_worker']})"
+    )
+
+
 # --- issue 13's sweep on H200 hosts, each run's economy line from its run script (call*/table.txt) ---
 
 

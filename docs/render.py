@@ -1363,6 +1363,25 @@ def h100_first_step_sweeps() -> str:
     return table(["sweep", "first trial's `setup_s`", "later `setup_s`", "duty cycle"], body, "lrrr")
 
 
+@figure("h100-first-step-phases")
+def h100_first_step_phases() -> str:
+    runs = economy_runs("h100-first-step")
+    starts = records("h100-first-step", "timeline")["new1"]
+
+    def phase(tag: str, name: str) -> float:
+        return runs[tag][f"first trial's phases.{name}"]
+
+    worker_before = starts["Tune starts the first trial"] - starts["process started: RayTrainWorker"]
+    return (
+        f"it **{phase('new1', 'worker_started'):.2f} s** (new1) and {phase('base1', 'worker_started'):.2f} s (base1) "
+        f"after its start, then took {phase('new1', 'model_built') - phase('new1', 'data_loaded'):.1f} s for the "
+        f"model, {phase('new1', 'engine_ready') - phase('new1', 'model_built'):.1f} s for the engine\nand "
+        f"{phase('new1', 'first_step') - phase('new1', 'engine_ready'):.2f} s to its first step. Its worker process "
+        f"had started {worker_before:.1f} s before the trial (new1's process starts): "
+        f"{worker_before + phase('new1', 'first_step'):.1f} s\nfrom the process's start to its first step, most of it imports."
+    )
+
+
 # --- the README's start-up figures from the 2-core A/B runs ---
 
 

@@ -1378,7 +1378,8 @@ def h100_first_step_phases() -> str:
         f"model, {phase('new1', 'engine_ready') - phase('new1', 'model_built'):.1f} s for the engine\nand "
         f"{phase('new1', 'first_step') - phase('new1', 'engine_ready'):.2f} s to its first step. Its worker process "
         f"had started {worker_before:.1f} s before the trial (new1's process starts): "
-        f"{worker_before + phase('new1', 'first_step'):.1f} s\nfrom the process's start to its first step, most of it imports."
+        f"{worker_before + phase('new1', 'first_step'):.1f} s\nfrom the process's start to its first step, most of it "
+        "imports."
     )
 
 

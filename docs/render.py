@@ -2375,6 +2375,13 @@ def h200_pixel_reader_sweeps() -> str:
     return table(header, body, "lrrrr")
 
 
+def prefetch_gpu_before() -> str:
+    """The nvJPEG trial of h200-jpeg-prefetch (before the one-gather crop): its ratio over synthetic, data wait."""
+    trials = prefetch_trials()
+    (gpu,) = [r for r in trials if r["dataset"] != "synthetic" and r["decode"] == "gpu"]
+    return f"{over_synthetic(gpu, trials):.3f}x and {gpu['data_wait_fraction']:.3f}"
+
+
 @figure("h200-pixel-reader-sweeps-line")
 def h200_pixel_reader_sweeps_line() -> str:
     trials = pixel_reader_sweeps()
@@ -2386,8 +2393,65 @@ def h200_pixel_reader_sweeps_line() -> str:
         f"pixel copy **{pixels_over:.3f}x**, data wait {pixels['data_wait_fraction']:.5f}, later-trial setup "
         f"**{pixels['setup_s']:.2f} s**\n  (a later synthetic trial: {later['setup_s']:.2f} s; target at most 3 s "
         f"over: met); the JPEG copy with nvJPEG {gpu_over:.3f}x, data\n  wait {short_wait(gpu['data_wait_fraction'])} "
-        f"(0.896x and 0.076 before the one-gather crop), with CPU decode {cpu_over:.3f}x, data wait "
+        f"({prefetch_gpu_before()} before the one-gather crop), with CPU decode {cpu_over:.3f}x, data wait "
         f"{short_wait(cpu['data_wait_fraction'])},\n  setup {gpu['setup_s']:.2f} and {cpu['setup_s']:.2f} s"
+    )
+
+
+@figure("data-prefetch-before-after")
+def data_prefetch_before_after() -> str:
+    before = jpeg_folder_trials()
+    trials = prefetch_trials()
+    shared_synthetic, shared_jpeg = prefetch_trials("h200_jpeg_shared")
+    (cpu,) = [r for r in trials if r["dataset"] != "synthetic" and r["decode"] == "cpu"]
+    (gpu,) = [r for r in trials if r["dataset"] != "synthetic" and r["decode"] == "gpu"]
+    cpu_prepared = [pipeline_rate("pipe_cpu_prep"), pipeline_rate("pipe_cpu_src")]
+    return (
+        f"full stack {before['imagefolder']['throughput'] / before['synthetic']['throughput']:.3f}x synthetic, data "
+        f"wait {before['imagefolder']['data_wait_fraction']:.3f}. After, trials reading the prepared copy: GPU decode "
+        f"{over_synthetic(gpu, trials):.3f}x,\n  data wait {gpu['data_wait_fraction']:.3f} (nvJPEG and the crop share "
+        f"the GPU with the step); CPU decode {over_synthetic(cpu, trials):.3f}x and "
+        f"{shared_jpeg['throughput'] / shared_synthetic['throughput']:.3f}x in two\n  sweeps, data wait <= "
+        f"{max(cpu['data_wait_fraction'], shared_jpeg['data_wait_fraction']):.4f}. The pipeline alone: nvJPEG "
+        f"{pipeline_rate('pipe_gpu_prep'):,.0f} img/s on the prepared copy, CPU decode\n  "
+        f"{span(cpu_prepared, ',.0f')} ({pipeline_rate('pipe_cpu_prep_w4'):,.0f} with 4 workers)"
+    )
+
+
+@figure("data-decoders-level")
+def data_decoders_level() -> str:
+    bench, _, _ = pixel_reader_pipeline()
+    trials = pixel_reader_sweeps()
+    _, gpu, gpu_over = trials[4]
+    _, cpu, cpu_over = trials[5]
+    return (
+        f"{bench['input pipeline alone, decode gpu']['img/s']:,.0f} img/s and the two decoders are level through the "
+        f"full stack: {gpu_over:.3f}x (data wait {short_wait(gpu['data_wait_fraction'])}) and\n  {cpu_over:.3f}x "
+        f"({short_wait(cpu['data_wait_fraction'])})"
+    )
+
+
+@figure("data-pixel-copy-measured")
+def data_pixel_copy_measured() -> str:
+    rates = loader_rates()
+    pixels = rates["pixel copy (prepare=pixels)"]
+    stages = reader_stages("cpu-pixel-copy")
+    bench, pipeline, model = pixel_reader_pipeline()
+    stack = bench["full stack"]
+    built = records("h200-pixel-copy", "rounds")["line (line 1)"]["pixel copy built in"]
+    _, nvjpeg_era = pixel_copy_runs()
+    return (
+        f"one loader worker ships {pixels['median img/s']:,.0f} img/s\n  of the pixel copy (range "
+        f"{pixels['range low']:,.0f}-{pixels['range high']:,.0f} over 3 rounds) against "
+        f"{rates['jpeg bytes (gpu decode)']['median img/s']:,.0f} of JPEG bytes and "
+        f"{rates['decode + crop to 224 (cpu)']['median img/s']:,.0f} decoded and cropped,\n  alternated in one run; 2 "
+        f"reader threads read {statistics.median(stages['threads 2']):,.0f} img/s where 2 loader processes ship "
+        f"{statistics.median(stages['worker processes']):,.0f}\n  (`reader_stages.log`). On an H200 "
+        f"(`docs/results/h200-pixel-reader/`, 50,500 images of 500x375, micro\n  batch 256): built in {built:.1f} s; "
+        f"the pipeline alone **{statistics.median(pipeline):,.0f} img/s** ({span(pipeline, ',.0f')}, median of "
+        f"{len(pipeline)}),\n  {statistics.median(pipeline) / model:.1f}x the model; the full stack on it "
+        f"{stack['ratio']:.3f}x synthetic, data wait {stack['data_wait_fraction']:.4f}. Read by 14 loader processes\n"
+        f"  instead, the pipeline had stopped at {statistics.median(nvjpeg_era['pixels']):,.0f} img/s"
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import json
 import re
 import statistics
@@ -1317,6 +1318,11 @@ def h100_first_step_compile() -> str:
     )
 
 
+@figure("h100-first-step-compile-seconds")
+def h100_first_step_compile_seconds() -> str:
+    return f"{first_step_profiles()['build']['compile s']:.1f} s"
+
+
 @figure("h100-first-step-profile")
 def h100_first_step_profile() -> str:
     p = first_step_profiles()
@@ -1381,6 +1387,15 @@ def h100_first_step_phases() -> str:
         f"{worker_before + phase('new1', 'first_step'):.1f} s\nfrom the process's start to its first step, most of it "
         "imports."
     )
+
+
+@figure("compile-defaults")
+def compile_defaults() -> str:
+    spec = importlib.util.spec_from_file_location("compile_defaults", RESULTS / "h200-bench" / "compile_defaults.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    compile_s, speedup, _, _ = module.measured_defaults()["vit_base"]
+    return f"{compile_s:.0f} s of compile for {speedup:.2f}x"
 
 
 # --- the README's start-up figures from the 2-core A/B runs ---

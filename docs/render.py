@@ -1686,6 +1686,11 @@ def h200_jpeg_prefetch_pipeline_runs() -> str:
     return table(["decode", "source (500x375) img/s", "prepared copy (341x256) img/s"], rows, "lrr")
 
 
+@figure("h200-jpeg-cpu-decode-range")
+def h200_jpeg_cpu_decode_range() -> str:
+    return f"{span([pipeline_rate('pipe_cpu_prep'), pipeline_rate('pipe_cpu_src')], ',.0f')} img/s"
+
+
 @figure("h200-jpeg-prefetch-best")
 def h200_jpeg_prefetch_best() -> str:
     (synthetic,) = [r for r in prefetch_trials() if r["dataset"] == "synthetic" and r["decode"] == "gpu"]

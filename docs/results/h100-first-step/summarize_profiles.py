@@ -3,6 +3,9 @@ quantity, value: the long table ``docs/render.py`` reads), so that the profiles 
 
     python docs/results/h100-first-step/summarize_profiles.py DIR    # DIR holds profile*.txt, importtime.txt.gz
 
+The profiles have left the tree; git history keeps them: ``git archive d39067f docs/results/h100-first-step |
+tar -x -C /tmp/x`` gives DIR = ``/tmp/x/docs/results/h100-first-step``.
+
 From each cProfile output (``profile1.txt``, ``profile2.txt``; records its sections, ``engine build`` and
 ``first step``): its total seconds, the
 calls and seconds of ``builtins.compile`` (modules compiled from source) and the cumulative seconds of

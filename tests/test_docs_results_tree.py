@@ -5,6 +5,7 @@ those."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shutil
 import subprocess
@@ -16,16 +17,16 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = "docs/results/"
 # what any experiment may keep: its README, its summary tables, the scripts that ran it or wrote them
 KEPT = re.compile(r"(^|/)(README\.md|summary[^/]*\.csv|[^/]+\.py|[^/]+\.sh)$")
-# and these, each read by something named beside it; a new one is added here with its reader
+# and these (globs), each read by something named beside it; a new one is added here with its reader
 READ = {
     # the README's example sweeps (docs/results/cpu_examples.py writes them; README and render.py read them)
     "cpu-batch-grid/sweep.json": "docs/render.py (run_line)",
-    "cpu-batch-grid/report/": "README.md, the example sweep's report",
+    "cpu-batch-grid/report/*": "README.md, the example sweep's report",
     "cpu-strong-scaling/sweep.json": "docs/render.py (run_line)",
-    "cpu-strong-scaling/report/": "README.md, the example sweep's report",
+    "cpu-strong-scaling/report/*": "README.md, the example sweep's report",
     # each sweep's own economy, which the sweeps' summaries do not repeat
-    "cpu-shared-workers/": "docs/render.py (economy): <sweep>/sweep.json",
-    "h200-shared-workers/": "docs/render.py (economy): <sweep>/sweep.json",
+    "cpu-shared-workers/*/sweep.json": "docs/render.py (economy)",
+    "h200-shared-workers/*/sweep.json": "docs/render.py (economy)",
     "h200-duty-cycle/sweep.json": "docs/render.py (h200-duty-cycle-economy)",
     "h200-first-trial/sweep.json": "docs/render.py (first_trial_run)",
     "h200x2-strong-scaling/sweep.json": "docs/results/h200x2-strong-scaling/predict.py",
@@ -33,6 +34,8 @@ READ = {
     "h200-engine-1gpu/space.yaml": "the sweep's command (its README)",
     "study-prediction/inputs.json": "docs/results/study-prediction/predict_study.py",
 }
+# never kept, whatever reads it: a sweep's per-trial tables (every Parquet file), logs, TensorBoard event files
+RAW = re.compile(r"\.parquet$|\.log$|\.jsonl$|events\.out\.tfevents")
 
 
 def not_allowed(paths: list[str]) -> list[str]:
@@ -40,11 +43,10 @@ def not_allowed(paths: list[str]) -> list[str]:
     out = []
     for path in paths:
         inside = path.removeprefix(RESULTS)
-        if KEPT.search(inside) or inside.endswith(".md") and "/" not in inside:
-            continue  # a top-level note such as h200-spaces.md is a doc
-        if any(inside == read or read.endswith("/") and inside.startswith(read) for read in READ):
-            continue
-        out.append(path)
+        top_level_note = inside.endswith(".md") and "/" not in inside  # such as h200-spaces.md: a doc
+        kept = KEPT.search(inside) or top_level_note or any(fnmatch.fnmatchcase(inside, read) for read in READ)
+        if RAW.search(path) or not kept:
+            out.append(path)
     return out
 
 
@@ -68,6 +70,8 @@ def test_the_rule_refuses_raw_outputs_and_spares_summaries_scripts_and_what_is_r
         "docs/results/x/report/report.md",
         "docs/results/x/report/batch_throughput.png",
         "docs/results/h200-duty-cycle/report/report.md",
+        "docs/results/cpu-batch-grid/report/scaling.parquet",
+        "docs/results/cpu-shared-workers/shared_1/trials/0c4008b2.parquet",
     ]
     kept = [
         "docs/results/x/README.md",
@@ -85,7 +89,7 @@ def test_the_rule_refuses_raw_outputs_and_spares_summaries_scripts_and_what_is_r
 
 def test_every_kept_reader_exception_is_still_tracked():
     tracked = tracked_files()
-    missing = [read for read in READ if not any(p.removeprefix(RESULTS).startswith(read) for p in tracked)]
+    missing = [read for read in READ if not any(fnmatch.fnmatchcase(p.removeprefix(RESULTS), read) for p in tracked)]
     assert not missing, f"READ names files no longer tracked (drop them from it): {missing}"
 
 

@@ -121,3 +121,11 @@ def test_summarize_logs_reads_timelines_trial_tables_bench_lines_and_json():
     assert ("full stack", "ratio", 0.984) in rows and ("full stack", "data_wait_fraction", 0.0002) in rows
     assert ("round 1 pixels (line 10)", "images_per_s", 7251.1) in rows
     assert ("round 1 pixels (line 10)", "compile", 0.0) in rows
+
+
+def test_every_figure_module_registers_figures_of_its_own_except_the_shared_helpers():
+    package = render.figures
+    owners = {render_fn.__module__.rsplit(".", 1)[-1] for render_fn in render.FIGURES.values()}
+    modules = {path.stem for path in (ROOT / "docs" / "figures").glob("*.py")} - {"__init__", "common"}
+    assert modules <= owners, sorted(modules - owners)
+    assert package.load_all() is render.FIGURES

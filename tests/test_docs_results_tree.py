@@ -1,5 +1,5 @@
 """docs/results/ keeps per experiment its README, its summary table(s) and the script(s) that wrote them, and
-beyond those only what a doc, a test, ``docs/render.py`` or an experiment's own script reads: no raw per-trial
+beyond those only what a doc, a test, a figure (``docs/figures/``) or an experiment's own script reads: no raw per-trial
 table, log, event file, terminal table, timeline, profile or bench output is tracked there. Git history keeps
 those."""
 
@@ -19,16 +19,16 @@ RESULTS = "docs/results/"
 KEPT = re.compile(r"(^|/)(README\.md|summary[^/]*\.csv|[^/]+\.py|[^/]+\.sh)$")
 # and these (globs), each read by something named beside it; a new one is added here with its reader
 READ = {
-    # the README's example sweeps (docs/results/cpu_examples.py writes them; README and render.py read them)
-    "cpu-batch-grid/sweep.json": "docs/render.py (run_line)",
+    # the README's example sweeps (docs/results/cpu_examples.py writes them; README and docs/figures read them)
+    "cpu-batch-grid/sweep.json": "docs/figures/cpu_examples.py (run_line)",
     "cpu-batch-grid/report/*": "README.md, the example sweep's report",
-    "cpu-strong-scaling/sweep.json": "docs/render.py (run_line)",
+    "cpu-strong-scaling/sweep.json": "docs/figures/cpu_examples.py (run_line)",
     "cpu-strong-scaling/report/*": "README.md, the example sweep's report",
     # each sweep's own economy, which the sweeps' summaries do not repeat
-    "cpu-shared-workers/*/sweep.json": "docs/render.py (economy)",
-    "h200-shared-workers/*/sweep.json": "docs/render.py (economy)",
-    "h200-duty-cycle/sweep.json": "docs/render.py (h200-duty-cycle-economy)",
-    "h200-first-trial/sweep.json": "docs/render.py (first_trial_run)",
+    "cpu-shared-workers/*/sweep.json": "docs/figures/shared_workers.py (economy)",
+    "h200-shared-workers/*/sweep.json": "docs/figures/shared_workers.py (economy)",
+    "h200-duty-cycle/sweep.json": "docs/figures/duty_cycle.py (h200-duty-cycle-economy)",
+    "h200-first-trial/sweep.json": "docs/figures/h200_start_up.py (first_trial_run)",
     "h200x2-strong-scaling/sweep.json": "docs/results/h200x2-strong-scaling/predict.py",
     # inputs, not outputs
     "h200-engine-1gpu/space.yaml": "the sweep's command (its README)",

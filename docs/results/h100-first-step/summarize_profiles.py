@@ -1,5 +1,5 @@
 """Writes the figures of the rank's profiles and import tree into ``summary-profiles.csv`` (source, record,
-quantity, value: the long table ``docs/render.py`` reads), so that the profiles themselves can leave the tree.
+quantity, value: the long table ``docs/figures/`` reads), so that the profiles themselves can leave the tree.
 
     python docs/results/h100-first-step/summarize_profiles.py DIR    # DIR holds profile*.txt, importtime.txt.gz
 

@@ -322,3 +322,58 @@ def h100_rank_imports() -> str:
     waits = [r[STARTED] for tag, r in cache_runs("call1", "call2") if tag.startswith("base")]  # host A's
     waits += [r[STARTED] for r in records("h100-first-step", "table").values() if STARTED in r]
     return f"{span(waits, '.1f')} s"
+
+
+def cache_log(source: str) -> dict[str, dict[str, float]]:
+    return records("h100-bytecode-cache", source, "summary-logs.csv")
+
+
+@figure("h100-bytecode-cache-end-line")
+def h100_bytecode_cache_end_line() -> str:
+    end = cache_log("call3/new1")["sweep"]
+    return (
+        f'"{end["trials"]:.0f} trials in {end["wall_s"]:.0f} s; duty cycle {end["duty_cycle"]:.2f} '
+        f'({end["duty_cycle_from_launch"]:.2f} from\nlaunch), median setup {end["median_setup_s"]:.1f} s"'
+    )
+
+
+@figure("h100-bytecode-cache-call4")
+def h100_bytecode_cache_call4() -> str:
+    bench = cache_log("call4/bench")
+    floor = bench["cold-process floor"]
+    rows = [bench[f"batch {b} compile False"] for b in (64, 128, 256)]
+    return (
+        f"{floor['first step']:.1f} s to\n  its first step's end (`import timm` ends at {floor['import timm']:.1f} s). "
+        f"Its 3-trial sweep of 30 steps a trial: first trial's\n  `setup_s` {rows[0]['setup s']:.1f} s, later "
+        f"{rows[1]['setup s']:.1f} and {rows[2]['setup s']:.1f} s (its first step after the sweep's launch is not "
+        "kept). "
+        f"The bench's throughput\n  rows: {' / '.join(format(r['ratio'], '.3f') for r in rows)} of plain PyTorch at "
+        f"micro batch 64 / 128 / 256"
+    )
+
+
+@figure("h100-bytecode-cache-call5")
+def h100_bytecode_cache_call5() -> str:
+    floors = [run["phases.first step"] for run in cache_log("call5/floor").values()]
+    floor = statistics.median(floors)
+    new4 = cache_log("call5/table")["new4"]
+    starts = cache_log("call5/timeline")["new4"]
+    ray_up = min(v for k, v in starts.items() if k.startswith("process started: "))
+    started = new4["first trial's phases.worker_started"]
+    later = " and ".join(format(v, ".2f") for v in setups(new4)[1:])
+    return (
+        f"the floor **{floor:.2f} s** ({span(floors, '.2f')}, three processes: `floor.log`); then issue 13's\n"
+        f"  sweep, `new4`: duty cycle **{new4['duty']:.3f}**, later `setup_s` {later} s, "
+        f"`teardown_s` <= {max(setups(new4, 'teardown_s')):.3f} s; the first\n  trial's `setup_s` "
+        f"{new4['setup_s[0]']:.2f} s (floor + 3 s: {floor + 3:.1f} s), its rank started "
+        f"{started:.2f} s after Tune started the trial. From\n  the sweep's launch "
+        f"its first step came at {new4['launch to first step']:.1f} s, the floor + "
+        f"{new4['launch to first step'] - floor:.1f} s: Ray's own start takes {ray_up:.1f} s before the\n  first "
+        f"actor's process exists, and Tune starts the trial at {starts['Tune starts the first trial']:.1f} s"
+    )
+
+
+@figure("h100-bytecode-cache-torch-modules")
+def h100_bytecode_cache_torch_modules() -> str:
+    torch = cache_log("call3/diag")["torch"]
+    return f"{torch['current']:.0f} of {torch['modules']:.0f} torch modules current"

@@ -181,6 +181,12 @@ def cpu_controller_sooner() -> str:
     return f"{statistics.median(gaps('base')) - statistics.median(gaps('new')):.1f} s"
 
 
+@figure("cpu-gc-freeze-rebuild")
+def cpu_gc_freeze_rebuild() -> str:
+    first = base_minus_new(ab_metric("cpu-gc-freeze", "first setup_s"))[0]
+    return f"{first:.0f} s"
+
+
 @figure("cpu-gc-freeze-sooner")
 def cpu_gc_freeze_sooner() -> str:
     pairs = base_minus_new(ab_metric("cpu-gc-freeze", "later trials' first step (rank's clock)"))

@@ -357,6 +357,24 @@ def h200_torch_free_controller_history() -> str:
     )
 
 
+@figure("h200-rank-preload-first-setups")
+def h200_rank_preload_first_setups() -> str:
+    runs = economy_runs("h200-rank-preload")
+    return f"{runs['new1']['setup_s[0]']:.2f} s with it against\n{runs['mid1']['setup_s[0]']:.2f} s without"
+
+
+@figure("h200-first-sweep-cost")
+def h200_first_sweep_cost() -> str:
+    runs = economy_runs("h200-torch-free-controller")
+    return f"{runs['new1']['setup_s[0]'] - runs['new2']['setup_s[0]']:.1f} s"
+
+
+@figure("h200-rank-preload-mid1")
+def h200_rank_preload_mid1() -> str:
+    mid1 = economy_runs("h200-rank-preload")["mid1"]
+    return f"duty cycle {mid1['duty']:.3f}, later trials' median `setup_s` {statistics.median(setups(mid1)[1:]):.2f} s"
+
+
 @figure("h200-rank-preload-pair")
 def h200_rank_preload_pair() -> str:
     runs = economy_runs("h200-rank-preload")

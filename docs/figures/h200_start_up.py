@@ -458,6 +458,27 @@ def h200_device_warm_floor() -> str:
     )
 
 
+@figure("h200-device-warm-cold-floors")
+def h200_device_warm_cold_floors() -> str:
+    hosts = [
+        [run["since_launch_s.first step"] for run in records("h200-first-trial-floor", f"{prefix}floor").values()]
+        for prefix in ("", "host2/")
+    ]
+    above = [floors[0] - later for floors in hosts for later in floors[1:]]
+    new4 = economy_runs("h200-device-warm")["new4"]
+    floor = records("h200-device-warm", "call4/floor")["line 1"]["since_launch_s.first step"]
+    against = "; ".join(f"{f[0]:.1f} s against {f[1]:.1f} and {f[2]:.1f} s" for f in hosts)
+    return (
+        f"{span(above, '.1f')} s above the later ones\n({against}), so the gap to a warm floor may be larger than "
+        f"{new4['launch to first step'] - floor:.1f} s"
+    )
+
+
+@figure("h200-device-warm-thread-alone")
+def h200_device_warm_thread_alone() -> str:
+    return f"{records('h200-device-warm', 'call3/memory')['after a thread (line 2)']['s']:.2f} s"
+
+
 @figure("h200-rank-preload-first-trial")
 def h200_rank_preload_first_trial() -> str:
     timeline = records("h200-rank-preload", "timeline")

@@ -297,3 +297,16 @@ def h200_early_group_host_c_floor() -> str:
 def h200_early_group_before() -> str:
     base = [r["launch to first step"] for tag, r in economy_runs("h200-early-group").items() if tag.startswith("base")]
     return f"{span(base, '.1f')} s"
+
+
+@figure("h200-early-group-launch-saving")
+def h200_early_group_launch_saving() -> str:
+    runs = economy_runs("h200-early-group")
+    saved = [
+        base["launch to first step"] - new["launch to first step"]
+        for base_tag, base in runs.items()
+        if base_tag.startswith("base")
+        for new_tag, new in runs.items()
+        if new_tag.startswith("new") and new["call"] == base["call"]
+    ]
+    return f"{span(saved, '.0f')} s"

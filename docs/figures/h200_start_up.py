@@ -533,3 +533,23 @@ def h200_8fca4fc_one_host() -> str:
     mid1 = economy_runs("h200-rank-preload")["mid1"]
     first, second = controller["new1"]["duty"], controller["new2"]["duty"]
     return f"{mid1['duty']:.3f}; {first:.3f} on its host's first, cold sweep; {second:.3f}"
+
+
+@figure("h200-torch-free-controller-floor")
+def h200_torch_free_controller_floor() -> str:
+    floor = records("h200-torch-free-controller", "call1/floor")["line 1"]
+    return f"first step {floor['phases.first step']:.1f} s, torch's import {floor['phases.import torch']:.1f} s of it"
+
+
+@figure("h200-torch-free-controller-ray-up")
+def h200_torch_free_controller_ray_up() -> str:
+    starts = {
+        tag: t["process started: TrialGroup"]
+        for tag, t in records("h200-torch-free-controller", "call1/timeline").items()
+    }
+    new = [v for tag, v in starts.items() if tag.startswith("new")]
+    base = [v for tag, v in starts.items() if tag.startswith("base")]
+    return (
+        f"{min(new) - max(base):.0f} s later in both NEW sweeps (the group's first actor {span(new, '.1f')} s after "
+        f"launch against {span(base, '.1f')} s)"
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import statistics
 
-from . import count, figure, listed, measured, records, span, summary, table
+from . import count, figure, listed, measured, measures, records, span, summary, table
 from .common import economy_runs, median_of, setups
 
 
@@ -377,3 +377,29 @@ def h100_bytecode_cache_call5() -> str:
 def h100_bytecode_cache_torch_modules() -> str:
     torch = cache_log("call3/diag")["torch"]
     return f"{torch['current']:.0f} of {torch['modules']:.0f} torch modules current"
+
+
+@figure("h100-first-trial-timed")
+def h100_first_trial_timed() -> str:
+    timed: dict[str, list[float]] = {}
+    for (source, _, quantity), value in measures("h100-bytecode-cache", "summary-logs.csv").items():
+        if source.endswith("/table") and quantity.startswith("timed_s["):
+            timed.setdefault(quantity, []).append(value)
+    later = max(max(values) / min(values) - 1 for quantity, values in timed.items() if quantity != "timed_s[0]")
+    return (
+        f"took {span(timed['timed_s[0]'], '.1f')} s of\ntimed training for the same 51,200 samples "
+        f"(`docs/results/h100-bytecode-cache/`), where the 128 and 256 trials\nvaried by {later:.0%}"
+    )
+
+
+@figure("h100-first-trial-order-notes")
+def h100_first_trial_order_notes() -> str:
+    _, order, _ = trial_order()
+    steps = [run["step ms"] for run in records("h100-first-trial-order", "table").values() if run.get("mb") == 64]
+    (h200,) = [r for r in summary("h200-bench") if r["run"] == "compile" and r["batch"] == 64 and not r["compile"]]
+    return (
+        f"({span(order['first'], '.1f')} against {span(order['second'], '.1f')}). At\nmicro batch 64 the step "
+        f"({span(steps, '.0f')} ms) is bound by the CPU's Python work per step, which varies by host and\nrun: the "
+        f"stack reached {h100_first_trial_order_range()} plain on this host, {h200['ratio']:.3f}x on the H200 of "
+        f"`docs/performance.md` section 1,\nand the bench's 30-step window on another H100 host {h100_bench_window()}"
+    )

@@ -332,3 +332,8 @@ def h200_jpeg_shared_over_synthetic() -> str:
         f"**{jpeg['throughput'] / synthetic['throughput']:.3f}x** ({over_synthetic(cpu, trials):.3f}x in the first "
         "run's cpu-decode pair"
     )
+
+
+@figure("h200-jpeg-folder-model-rate")
+def h200_jpeg_folder_model_rate() -> str:
+    return f"{jpeg_folder_trials()['synthetic']['throughput']:,.0f} samples/s"

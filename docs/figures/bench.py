@@ -211,3 +211,16 @@ def h100_cache_on_h200() -> str:
         f"timed training, {span(overheads, '.1f')} s), the {count(len(duties))} sweeps\nwould give "
         f"{span(duties, '.3f')} (median {statistics.median(duties):.3f})"
     )
+
+
+@figure("h200-bench-flops")
+def h200_bench_flops() -> str:
+    (flops,) = {r["flops_per_sample"] for r in summary("h200-bench")}
+    (peak,) = {r["peak_flops"] for r in summary("h200-bench")}
+    return f"({flops / 1e9:.1f} GFLOP) and `peak_flops` the H200's bf16 spec peak ({peak / 1e12:.0f} TFLOP/s)"
+
+
+@figure("h200-batch-grid-small-steps")
+def h200_batch_grid_small_steps() -> str:
+    steps = [r["step_time_ms"] for r in summary("h200-batch-grid") if r["micro_batch_per_worker"] < 64]
+    return f"{span(steps, '.0f')} ms"

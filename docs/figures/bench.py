@@ -224,3 +224,8 @@ def h200_bench_flops() -> str:
 def h200_batch_grid_small_steps() -> str:
     steps = [r["step_time_ms"] for r in summary("h200-batch-grid") if r["micro_batch_per_worker"] < 64]
     return f"{span(steps, '.0f')} ms"
+
+
+@figure("h200-stack-ratio-at-64")
+def h200_stack_ratio_at_64() -> str:
+    return f"{bench_at_64()['ratio']:.3f}x"

@@ -553,3 +553,18 @@ def h200_torch_free_controller_ray_up() -> str:
         f"{min(new) - max(base):.0f} s later in both NEW sweeps (the group's first actor {span(new, '.1f')} s after "
         f"launch against {span(base, '.1f')} s)"
     )
+
+
+@figure("h200-rank-preload-wait")
+def h200_rank_preload_wait() -> str:
+    timeline = records("h200-rank-preload", "timeline")
+    waits = [t["Tune starts the first trial"] - t["process started: RayTrainWorker"] for t in timeline.values()]
+    return f"{span(waits, '.0f')} s"
+
+
+@figure("h200-torch-free-controller-ray-later")
+def h200_torch_free_controller_ray_later() -> str:
+    timeline = records("h200-torch-free-controller", "call1/timeline")
+    new = [t["process started: TrialGroup"] for tag, t in timeline.items() if tag.startswith("new")]
+    base = [t["process started: TrialGroup"] for tag, t in timeline.items() if tag.startswith("base")]
+    return f"{min(new) - max(base):.0f} s"

@@ -479,3 +479,27 @@ def h200_pixel_reader_notes() -> str:
         f"- The first trials' {' and '.join(format(f, '.1f') for f in firsts)} s are issue 13's cold start "
         f"({span(before, '.1f')} s on 2026-12-03's hosts); the\n  cold-process floor was not measured in this run."
     )
+
+
+@figure("h200-pixel-copy-over-model")
+def h200_pixel_copy_over_model() -> str:
+    bench, paths = pixel_copy_runs()
+    return f"{statistics.median(paths['pixels']) / bench['batch 256 compile False']['stack img/s']:.1f}x"
+
+
+@figure("h200-pixel-reader-over-model")
+def h200_pixel_reader_over_model() -> str:
+    _, rates, model = pixel_reader_pipeline()
+    return f"{statistics.median(rates) / model:.0f}x"
+
+
+@figure("h200-pixel-reader-stack-ratio")
+def h200_pixel_reader_stack_ratio() -> str:
+    bench, _, _ = pixel_reader_pipeline()
+    return f"{bench['full stack']['ratio']:.3f}x"
+
+
+@figure("h200-nvjpeg-stack-gain")
+def h200_nvjpeg_stack_gain() -> str:
+    _, _, after = pixel_reader_sweeps()[4]
+    return f"{prefetch_gpu_before().split(' and ')[0]} to {after:.3f}x"

@@ -229,3 +229,9 @@ def h200_batch_grid_small_steps() -> str:
 @figure("h200-stack-ratio-at-64")
 def h200_stack_ratio_at_64() -> str:
     return f"{bench_at_64()['ratio']:.3f}x"
+
+
+@figure("h200-host-timed-cifar-ratio")
+def h200_host_timed_cifar_ratio() -> str:
+    (r,) = [r for r in bench_rows("compile", False) if r["cifar_img_s"] is not None]
+    return f"{r['cifar_over_synthetic']:.2f}x"

@@ -105,6 +105,7 @@ def test_summarize_logs_reads_timelines_trial_tables_bench_lines_and_json():
     text = (
         "base-1: seconds after launch\n"
         "    14.82  process started: TrainController\n"
+        "    +6.89 s  process started: RayTrainWorker\n"
         "\n"
         "trial_id  status     micro_batch_per_worker  throughput  setup_s\n"
         "--------  ---------  ----------------------  ----------  -------\n"
@@ -115,7 +116,16 @@ def test_summarize_logs_reads_timelines_trial_tables_bench_lines_and_json():
     )
     rows = summarize_logs.rows_of(text)
     assert ("base-1", "process started: TrainController", 14.82) in rows
+    assert ("base-1", "process started: RayTrainWorker", 6.89) in rows  # counted from the first trial's start
     assert ("9aada84a", "throughput", 1626.0) in rows and ("9aada84a", "setup_s", 25.17) in rows
     assert ("full stack", "ratio", 0.984) in rows and ("full stack", "data_wait_fraction", 0.0002) in rows
-    assert ("round 1 pixels (line 9)", "images_per_s", 7251.1) in rows
-    assert ("round 1 pixels (line 9)", "compile", 0.0) in rows
+    assert ("round 1 pixels (line 10)", "images_per_s", 7251.1) in rows
+    assert ("round 1 pixels (line 10)", "compile", 0.0) in rows
+
+
+def test_every_figure_module_registers_figures_of_its_own_except_the_shared_helpers():
+    package = render.figures
+    owners = {render_fn.__module__.rsplit(".", 1)[-1] for render_fn in render.FIGURES.values()}
+    modules = {path.stem for path in (ROOT / "docs" / "figures").glob("*.py")} - {"__init__", "common"}
+    assert modules <= owners, sorted(modules - owners)
+    assert package.load_all() is render.FIGURES

@@ -17,6 +17,8 @@ round or line of it), ``quantity`` and ``value`` (a number). What it reads, line
   ``setup_s[0]``, ``setup_s[1]``, ...), or ``first1 trial 0 mb 64 img/s 2026.1 ...`` (record: the tag and line);
 * ``gaps.py``'s seconds per trial (``gaps.txt``): ``new1: wall 73.91 s, of which``, then its table (records
   ``new1 trial 0``, ...);
+* ``diag.py``'s bytecode census (``diag.txt``): ``<path>/torch: 0 of 2141 modules with current bytecode``
+  (record: the package; quantities ``modules``, ``current``);
 * ``timeline.py``'s process starts (``timeline.txt``): a run's header ``base-1: seconds after launch`` (its
   tag the record), then ``14.82  process started: TrainController`` lines (the quantity: the rest of the line);
 * the bench's result lines, ``input pipeline alone, decode cpu: 6317 img/s = 2.34 x the model (2699 img/s)``
@@ -123,7 +125,7 @@ def economy_rows(line: str, number: int) -> list[tuple[str, str, float]]:
 TIMELINE_RUN = re.compile(
     rf"^(?P<tag>[\w-]+): (?:seconds after launch|CLI launch at (?P<launch>{NUMBER}) s|wall (?P<wall>{NUMBER}) s)"
 )
-TIMELINE_EVENT = re.compile(rf"^\s+(?P<value>{NUMBER})(?: s)?\s+(?P<event>\S.*)$")
+TIMELINE_EVENT = re.compile(rf"^\s+\+?(?P<value>{NUMBER})(?: s)?\s+(?P<event>\S.*)$")
 
 
 def labelled_values(line: str) -> list[tuple[str, str, float]]:
@@ -156,8 +158,10 @@ def trial_table(lines: list[str], i: int) -> tuple[list[tuple[str, str, float]],
 
 
 # what an experiment's runs printed: terminal output and logs, and the run scripts' tables
-SOURCES = ("*.log", "*.jsonl", "table.txt", "timeline.txt", "gaps.txt", "trials.txt")
+SOURCES = ("*.log", "*.jsonl", "table.txt", "timeline.txt", "gaps.txt", "trials.txt", "diag.txt")
 COLUMNS = re.compile(r"\s{2,}")
+# h100-bytecode-cache/diag.py: "<site-packages>/torch: 0 of 2141 modules with current bytecode; writable True"
+BYTECODE = re.compile(r"^\S*/(?P<package>[\w.-]+): (?P<current>\d+) of (?P<total>\d+) modules with current bytecode")
 BENCH_FLOOR = re.compile(
     rf"^cold-process floor \(batch \d+\): (?P<floor>{NUMBER}) s to the first step's end; "
     r"phases end at s: (?P<phases>.*)$"
@@ -230,6 +234,9 @@ def rows_of(text: str) -> list[tuple[str, str, float]]:
                 rows += found
                 i = after
                 continue
+        if m := BYTECODE.match(line):
+            rows += [(m["package"], "modules", float(m["total"])), (m["package"], "current", float(m["current"]))]
+            continue
         if m := TIMELINE_RUN.match(line):
             run = m["tag"]
             if m["launch"] is not None:  # timeline.py's header when it counts from the first trial's start

@@ -2,6 +2,9 @@
 sweep.json economy and trials rows, as run.sh printed them).
 
     PYTHONPATH=. python docs/results/h100-bytecode-cache/summarize.py
+
+The calls' outputs have left the tree; git history keeps them, so a rerun reads a restored copy:
+``git archive d39067f docs/results/h100-bytecode-cache | tar -x -C /tmp/x``, then this script from there.
 """
 
 from __future__ import annotations

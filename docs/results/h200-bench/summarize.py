@@ -2,6 +2,9 @@
 
     PYTHONPATH=. python docs/results/h200-bench/summarize.py
 
+The two bench.json have left the tree; git history keeps them, so a rerun reads a restored copy:
+``git archive d39067f docs/results/h200-bench | tar -x -C /tmp/x``, then this script from there.
+
 These runs predate the bench's ``utilisation`` block, so each row's ``flops_per_sample`` and ``peak_flops``
 are what a trial of the run's model would have put in its own columns (``trainers.flops``: the analytic
 count of the model as a trial builds it, synthetic data's 10 classes; the device's bf16 spec peak), and

@@ -3,17 +3,18 @@
     PYTHONPATH=. python docs/results/h200x2-strong-scaling/predict.py
 
 
-Inputs, all committed here: ``trials.txt`` (each trial's ranks, micro batch, throughput) and ``sweep.json`` (every
-trial's parameters); the gradients' element count is the model's (timm, built on the CPU, no weights); the link is
-the named NVLink 4 (H200s of one host; ``analysis.link_model.NAMED_LINKS``). The step time of a trial is its
-global batch over its throughput. No overlap measured in these tables: the bounds none and full are both given.
-Writes ``prediction.csv`` beside this script and prints it.
+Inputs, all committed here: ``summary.csv``'s ``trials`` rows (each trial's ranks, micro batch, throughput, from
+the sweep's trial table; a trial without a throughput did not complete) and ``sweep.json`` (every trial's
+parameters); the gradients' element count is the model's (timm, built on the CPU, no weights); the link is the named
+NVLink 4 (H200s of one host; ``analysis.link_model.NAMED_LINKS``). The step time of a trial is its global batch over
+its throughput. No overlap measured in these tables: the bounds none and full are both given.
+Writes ``summary-prediction.csv`` beside this script and prints it.
 """
 
 from __future__ import annotations
 
+import csv
 import json
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -28,19 +29,24 @@ HERE = Path(__file__).resolve().parent
 def committed_trials() -> pd.DataFrame:
     manifest = json.loads((HERE / "sweep.json").read_text())
     by_workers = {t["num_workers"]: t for t in manifest["trials"]}
+    with open(HERE / "summary.csv", newline="") as f:
+        table: dict[str, dict[str, float]] = {}
+        for row in csv.DictReader(f):
+            if row["source"] == "trials":
+                table.setdefault(row["record"], {})[row["quantity"]] = float(row["value"])
     rows = []
-    for line in (HERE / "trials.txt").read_text().splitlines()[1:]:
-        _, workers, micro, status, throughput = re.split(r"\s+", line.strip())[:5]
-        params = by_workers[int(workers)]
+    for trial in table.values():
+        workers = int(trial["num_workers"])
+        params = by_workers[workers]
         global_batch = int(params["global_batch"])
         rows.append(
             {
                 **params,
                 "trial_id": f"w{workers}",
-                "status": status,
-                "micro_batch_per_worker": int(micro),
+                "status": "completed",  # the table's throughput: a trial that finished
+                "micro_batch_per_worker": int(trial["micro_batch_per_worker"]),
                 "amp": "autocast",  # bf16 with amp=auto on DeepSpeed: torch autocast over fp32 weights
-                "step_time_ms": global_batch / float(throughput) * 1000.0,
+                "step_time_ms": global_batch / trial["throughput"] * 1000.0,
                 "params_json": json.dumps(params),
             }
         )
@@ -68,7 +74,7 @@ def main() -> int:
     ]
     out = strong[columns].copy()
     out["measured_speedup"] = out["measured_step_time_ms"].iloc[0] / out["measured_step_time_ms"]
-    out.to_csv(HERE / "prediction.csv", index=False, float_format="%.4g")
+    out.to_csv(HERE / "summary-prediction.csv", index=False, float_format="%.4g")
     print(f"trainable parameters: {params:,}")
     print(out.round(3).to_string(index=False))
     return 0

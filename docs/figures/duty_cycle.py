@@ -5,28 +5,17 @@ from __future__ import annotations
 import json
 import statistics
 
-from . import RESULTS, count, figure, measures, span, summary, table
+from . import RESULTS, TRIAL_HEADER, count, figure, measures, span, summary, table, trial_cells
 
 
 @figure("h200-duty-cycle")
 def h200_duty_cycle() -> str:
     rows = sorted(summary("h200-duty-cycle"), key=lambda r: r["micro_batch_per_worker"])
     body = [
-        [
-            str(r["micro_batch_per_worker"]),
-            f"{r['throughput']:.0f}",
-            f"{r['step_time_ms']:.1f}",
-            f"{r['peak_mem_gib']:.2f}",
-            f"{r['mfu']:.1%}",
-            f"{r['joules_per_sample']:.3f}",
-            f"{r['setup_s']:.1f}",
-            f"{r['teardown_s']:.2f}",
-            f"{r['timed_s']:.1f}",
-        ]
+        [str(r["micro_batch_per_worker"]), *trial_cells(r), f"{r['teardown_s']:.2f}", f"{r['timed_s']:.1f}"]
         for r in rows
     ]
-    header = ["micro batch", "samples/s", "step (ms)", "peak memory (GiB)", "MFU", "J/sample", "setup (s)"]
-    return table([*header, "teardown (s)", "timed (s)"], body, "rrrrrrrrr")
+    return table(["micro batch", *TRIAL_HEADER, "teardown (s)", "timed (s)"], body, "rrrrrrrrr")
 
 
 @figure("h200-duty-cycle-economy")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import figure, span, summary, table
+from . import TRIAL_HEADER, figure, span, summary, table, trial_cells
 
 
 def engine_trials() -> dict[str, dict]:
@@ -14,20 +14,8 @@ def engine_trials() -> dict[str, dict]:
 
 @figure("h200-engine-1gpu")
 def h200_engine_1gpu() -> str:
-    body = [
-        [
-            name,
-            f"{r['throughput']:.0f}",
-            f"{r['step_time_ms']:.1f}",
-            f"{r['peak_mem_gib']:.2f}",
-            f"{r['mfu']:.1%}",
-            f"{r['joules_per_sample']:.3f}",
-            f"{r['setup_s']:.1f}",
-        ]
-        for name, r in engine_trials().items()
-    ]
-    header = ["engine", "samples/s", "step (ms)", "peak memory (GiB)", "MFU", "J/sample", "setup (s)"]
-    return table(header, body, "lrrrrrr")
+    body = [[name, *trial_cells(r)] for name, r in engine_trials().items()]
+    return table(["engine", *TRIAL_HEADER], body, "lrrrrrr")
 
 
 @figure("h200-engine-1gpu-costs")

@@ -12,6 +12,17 @@ def max_batch_probes() -> list[dict]:
     return sorted(probes, key=lambda r: int(r["sweep_dir"].rsplit("-", 1)[1]))
 
 
+def max_batch_edge(probes: list[dict]) -> tuple[dict[int, dict], int, int, dict]:
+    """The probes that fitted by micro batch, the edge, the first size out of memory above it, the sweep's trial."""
+    fits = {r["micro_batch_per_worker"]: r for r in probes if r["status"] == "completed"}
+    edge = max(fits)
+    first_oom = min(
+        r["micro_batch_per_worker"] for r in probes if r["status"] == "oom" and r["micro_batch_per_worker"] > edge
+    )
+    (trial,) = [r for r in summary("h200-max-batch") if r["sweep_dir"] == "."]
+    return fits, edge, first_oom, trial
+
+
 @figure("h200-max-batch-probes")
 def h200_max_batch_probes() -> str:
     body = []
@@ -25,12 +36,7 @@ def h200_max_batch_probes() -> str:
 @figure("h200-max-batch-verdict")
 def h200_max_batch_verdict() -> str:
     probes = max_batch_probes()
-    fits = {r["micro_batch_per_worker"]: r for r in probes if r["status"] == "completed"}
-    edge = max(fits)
-    first_oom = min(
-        r["micro_batch_per_worker"] for r in probes if r["status"] == "oom" and r["micro_batch_per_worker"] > edge
-    )
-    (trial,) = [r for r in summary("h200-max-batch") if r["sweep_dir"] == "."]
+    fits, edge, first_oom, trial = max_batch_edge(probes)
     smallest = min(fits)
     return (
         f"**largest micro batch {edge}** (first out of memory at\n{first_oom}, within the 256-sample resolution), "
@@ -55,12 +61,7 @@ def engines_and_max_batch() -> str:
     fsdp = [r for name, r in trials.items() if name.startswith("FSDP2")]
     zero0, zero3 = trials["DeepSpeed ZeRO-0"], trials["DeepSpeed ZeRO-3"]
     probes = max_batch_probes()
-    fits = {r["micro_batch_per_worker"]: r for r in probes if r["status"] == "completed"}
-    edge = max(fits)
-    first_oom = min(
-        r["micro_batch_per_worker"] for r in probes if r["status"] == "oom" and r["micro_batch_per_worker"] > edge
-    )
-    (trial,) = [r for r in summary("h200-max-batch") if r["sweep_dir"] == "."]
+    fits, edge, first_oom, trial = max_batch_edge(probes)
     return (
         f"`docs/results/h200-engine-1gpu/`: on one H200 at micro batch 128, FSDP2 "
         f"{span([r['throughput'] for r in fsdp], '.0f')} samples/s\n({span([r['peak_mem_gib'] for r in fsdp], '.1f')} "

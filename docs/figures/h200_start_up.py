@@ -9,6 +9,9 @@ import statistics
 from . import RESULTS, count, figure, listed, records, span, table
 from .common import economy_runs, median_of, setups, signed
 
+# The margin over a cold floor the text counts the first trials within (the target is + 3 s over a warm one).
+COLD_MARGIN_S = 3.2
+
 # the sweeps of the code since the first group starts with Ray, on H200 hosts
 SINCE_EARLY_GROUP = {
     "h200-early-group": ("new2", "new3", "new4", "new5"),
@@ -401,7 +404,7 @@ def h200_first_trial_floor_summary() -> str:
     later = [v for r in every for v in setups(r)[1:]]
     over_warm = [r["setup_s[0]"] - floors[host][-1] for host, host_runs in runs.items() for r in host_runs]
     over_cold = [r["setup_s[0]"] - min(floors[host][:-1]) for host, host_runs in runs.items() for r in host_runs]
-    within = sum(o <= 3.2 for o in over_cold)
+    within = sum(o <= COLD_MARGIN_S for o in over_cold)
     a, b = floors["A"], floors["B"]
     return (
         f"first trial median **{statistics.median(firsts):.1f} s** ({span(firsts, '.1f')}), later trials median "
@@ -412,7 +415,8 @@ def h200_first_trial_floor_summary() -> str:
         f"{b[1]:.1f} s, then **{b[2]:.1f} s**. Against each host's warm floor (the one after the sweeps) the first\n"
         f"trial is the floor {', '.join(format(o, '+.1f').replace('+', '+ ') for o in over_warm[:-1])} and "
         f"{format(over_warm[-1], '+.1f').replace('+', '+ ')} s (issue 13 asks + 3 s); against the floors measured\n"
-        f"before the sweeps, on still-cold caches, it is within + 3.2 s in {count(within)} of the {count(len(every))}"
+        f"before the sweeps, on still-cold caches, it is within + {COLD_MARGIN_S} s in {count(within)} of the "
+        f"{count(len(every))}"
     )
 
 

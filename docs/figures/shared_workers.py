@@ -342,7 +342,7 @@ def h200_first_start_cost() -> str:
     return (
         f"{statistics.median(firsts):.0f} s on hosts where a Train run per trial took {statistics.median(later):.1f} s "
         f"for a later\n"
-        f"trial (13-17 s on the day of `docs/results/h200-duty-cycle/`, whose cold-process floor was "
+        f"trial (on the day of `docs/results/h200-duty-cycle/` a figure not kept; its cold-process floor was "
         f"{span(floors, '.1f')} s).\nThat first start is what keeps the duty cycle at {span(duties, '.2f')}: for "
         f"{timed:.0f} s of timed training, 0.85 needs\nevery overhead of the sweep (first start, warm-up, validation) "
         f"under {timed / 0.85 - timed:.0f} s"

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import csv
 import importlib
+import importlib.util
 import pkgutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -88,6 +91,16 @@ def trial_cells(r: dict) -> list[str]:
         f"{r['joules_per_sample']:.3f}",
         f"{r['setup_s']:.1f}",
     ]
+
+
+def experiment_script(experiment: str, filename: str) -> ModuleType:
+    """A script of ``docs/results/<experiment>/`` imported as a module, whose rules a figure reuses."""
+    path = RESULTS / experiment / filename
+    spec = importlib.util.spec_from_file_location(f"{experiment}/{filename}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while they are built
+    spec.loader.exec_module(module)
+    return module
 
 
 def count(n: int) -> str:

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 
-from . import RESULTS, count, figure, records, span, summary, table
+from . import count, experiment_script, figure, records, span, summary, table
 from .common import setups
 from .h100_start_up import cache_runs
 
@@ -191,10 +190,7 @@ def h200_batch_grid_before() -> str:
 
 @figure("compile-defaults")
 def compile_defaults() -> str:
-    spec = importlib.util.spec_from_file_location("compile_defaults", RESULTS / "h200-bench" / "compile_defaults.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    compile_s, speedup, _, _ = module.measured_defaults()["vit_base"]
+    compile_s, speedup, _, _ = experiment_script("h200-bench", "compile_defaults.py").measured_defaults()["vit_base"]
     return f"{compile_s:.0f} s of compile for {speedup:.2f}x"
 
 

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from raysweep.core.status import TrialStatus
+from raysweep.max_batch import BatchSearch, ProbeOutcome, SearchLimits
 
-from . import RESULTS, figure, span, summary, table
+from . import experiment_script, figure, span, summary, table
 
 
-def resolution_script():
-    """The experiment's own script, whose edge rule (largest fit, linear-fit prediction) the tables reuse."""
-
-    path = RESULTS / "h100-sp-resolution" / "run.py"
-    spec = importlib.util.spec_from_file_location("h100_sp_resolution", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while they are built
-    spec.loader.exec_module(module)
-    return module
+def edge_search(rows: list[dict], every: int) -> BatchSearch:
+    """The run's search of the side (in px) for one checkpointing setting, rebuilt from its probes."""
+    search = BatchSearch(start=0, limits=SearchLimits())
+    for r in rows:
+        if r["checkpointing"] == every:
+            search.record(r["side"], ProbeOutcome(TrialStatus(r["status"]), r["peak_mem_gib"], r["samples_per_s"]))
+    return search
 
 
 def checkpointing_name(every: int) -> str:
@@ -41,14 +39,13 @@ def h100_sp_resolution() -> str:
 
 @figure("h100-sp-resolution-edge")
 def h100_sp_resolution_edge() -> str:
-    script = resolution_script()
+    script = experiment_script("h100-sp-resolution", "run.py")
     rows = summary("h100-sp-resolution")
     body = []
     for every in (0, 1):
         probes = [r for r in rows if r["checkpointing"] == every]
-        fitted = [r["side"] for r in probes if r["status"] == "completed"]
-        oom = min((r["side"] for r in probes if r["status"] == "oom"), default=None)
-        largest = max(s for s in fitted if oom is None or s < oom)
+        search = edge_search(rows, every)
+        largest, oom = search.largest_fit, search.first_oom
         kept = [script.Probe(**{k: r[k] for k in script.Probe.__dataclass_fields__}) for r in probes]
         predicted = script.predicted_edge(kept, probes[0]["capacity_gib"])
         body.append(
@@ -66,9 +63,9 @@ def h100_sp_resolution_edge() -> str:
 
 @figure("h100-sp-resolution-says")
 def h100_sp_resolution_says() -> str:
-    rows = {(r["checkpointing"], r["side"]): r for r in summary("h100-sp-resolution") if r["status"] == "completed"}
-    off_edge = max((r for (every, _), r in rows.items() if not every), key=lambda r: r["side"])
-    on_edge = max((r for (every, _), r in rows.items() if every), key=lambda r: r["side"])
+    probes = summary("h100-sp-resolution")
+    rows = {(r["checkpointing"], r["side"]): r for r in probes if r["status"] == "completed"}
+    off_edge, on_edge = (rows[every, edge_search(probes, every).largest_fit] for every in (0, 1))
     slower = [rows[1, side]["step_s"] / rows[0, side]["step_s"] for side in (1024, 2048, 4096)]
     smaller = rows[0, 4096]["peak_mem_gib"] / rows[1, 4096]["peak_mem_gib"]
     return (

@@ -70,9 +70,10 @@ def train_trial(trial: RankTrial) -> None:
     model = apply_activation_checkpointing(apply_sequence_parallel(model, groups), params.activation_checkpointing)
     meter.mark("model_built")
     plan = EpochPlan.of(params, data, start_epoch=0)
-    compiling = decide_compile(params, plan.steps_per_epoch * params.epochs, trial.compile_cost)
+    total_steps = plan.steps_per_epoch * params.epochs
+    compiling = decide_compile(params, total_steps, trial.compile_cost)
     params = compiling.applied(params)  # every rank decides alike: the same plan and figures
-    engine = build_engine(params, model, device, total_steps=plan.steps_per_epoch * params.epochs)
+    engine = build_engine(params, model, device, total_steps=total_steps)
     meter.mark("engine_ready")
     image_size = params.image_size or native_image_size(params.model)
     batches = make_batches(params, data, device, image_size, engine.input_dtype, rank)

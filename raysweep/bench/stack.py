@@ -28,6 +28,7 @@ import pickle
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -48,11 +49,9 @@ def device() -> torch.device:
 PLAIN_VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune-no-cudagraphs")
 
 
-def plain_pytorch(
-    model_name: str, batch: int, steps: int, warmup: int, variant: str = "eager", repeats: int = 3
-) -> dict:
-    """Training throughput of the model in a plain PyTorch loop (bf16 autocast, fused AdamW and clipping on
-    GPUs), as the median of ``repeats`` timed windows of ``steps`` steps, with their range."""
+def plain_training_step(model_name: str, batch: int, variant: str = "eager") -> Callable[[], None]:
+    """One hand-written training step of the model on synthetic inputs (bf16 autocast, fused AdamW and
+    clipping on GPUs), compiled in ``variant``'s torch.compile mode unless eager; each call takes a step."""
     from trainers.deepspeed_config import GRAD_CLIP_NORM
     from trainers.models import create_model, native_image_size
 
@@ -75,6 +74,16 @@ def plain_pytorch(
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
+    return step
+
+
+def plain_pytorch(
+    model_name: str, batch: int, steps: int, warmup: int, variant: str = "eager", repeats: int = 3
+) -> dict:
+    """Training throughput of ``plain_training_step`` as the median of ``repeats`` timed windows of ``steps``
+    steps, with their range, after ``warmup`` steps (where a compiled variant compiles)."""
+    dev = device()
+    step = plain_training_step(model_name, batch, variant)
     t0 = time.perf_counter()
     for _ in range(warmup):
         step()

@@ -9,12 +9,13 @@ doubling from 1024 px, then bisection to ``--resolution`` px), in patches per si
 model at that side (``trainers.models.create_model``; ``trainers.activation_checkpointing`` for every
 block), and trains: bf16 autocast over fp32 weights with fused AdamW (the deepspeed engine's default
 bf16 path), synthetic inputs, fused attention (no mask).  Sides up to 4096 px take ``WARMUP`` + ``TIMED``
-steps (the figures); larger ones ``LARGE_STEPS`` (the second step's peak includes the optimizer state).
+steps (the figures); larger ones one timed step after the optimizer's state is made (its peak includes that
+state, as every later step's does).
 Doubling stops at ``--max-side`` (a step at 8192 px, 262,144 tokens, takes tens of seconds), where the
 edge is then reported as at least that, beside the edge a linear fit of peak memory to tokens predicts.
 The search stops early once ``--budget-s`` has elapsed (the run must finish within 8 minutes).
 
-Writes ``$OUT/probes.csv`` (one row per probe) and ``$OUT/summary.md`` (the tables printed).
+Writes ``$OUT/probes.csv`` (one row per probe, as each ends) and ``$OUT/summary.md`` (the tables printed).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import csv
 import gc
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
@@ -41,7 +42,6 @@ MODEL = "vit_base_patch16_224"
 PATCH = 16
 FIGURE_SIDES = (1024, 2048, 4096)
 WARMUP, TIMED = 2, 5
-LARGE_STEPS = 2
 CLASSES = 10
 
 
@@ -72,8 +72,16 @@ def train_probe(side: int, checkpointing: int, in_chans: int) -> Probe:
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
         x = torch.randn(1, in_chans, side, side, device="cuda")
         y = torch.randint(0, CLASSES, (1,), device="cuda")
-        steps = WARMUP + TIMED if side in FIGURE_SIDES else LARGE_STEPS
-        timed_from = WARMUP if side in FIGURE_SIDES else LARGE_STEPS - 1
+        steps, timed_from = WARMUP + TIMED, WARMUP
+        if side not in FIGURE_SIDES:
+            # Above the figure sides a step takes minutes (attention is quadratic in tokens): one timed step,
+            # with the optimizer's state made beforehand by a step on zero gradients, so that its memory is
+            # that of every later step.
+            for p in model.parameters():
+                p.grad = torch.zeros_like(p)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            steps, timed_from = 1, 0
         for step in range(steps):
             if step == timed_from:
                 torch.cuda.synchronize()
@@ -149,11 +157,18 @@ def main(argv: list[str] | None = None) -> int:
     capacity = torch.cuda.get_device_properties(0).total_memory / 2**30
     print(f"{device}, {capacity:.1f} GiB; torch {torch.__version__}; {MODEL}, in_chans={args.in_chans}", flush=True)
 
+    on = {"device": device, "capacity_gib": round(capacity, 2), "torch": torch.__version__}
+    with open(args.out / "probes.csv", "w", newline="") as f:
+        csv.DictWriter(f, fieldnames=[*(column.name for column in fields(Probe)), *on]).writeheader()
+
     def log(p: Probe) -> None:
+        """Print the probe and append it to probes.csv: a probe of minutes is kept if a later one is cut off."""
         mem = f"{p.peak_mem_gib:.2f} GiB" if p.peak_mem_gib is not None else "-"
         rate = f"{p.samples_per_s:.3f} img/s" if p.samples_per_s else "-"
         print(f"  checkpointing={p.checkpointing} {p.side:>5} px {p.tokens:>7} tokens: {p.status} {mem} {rate} "
               f"({p.seconds:.0f} s)", flush=True)  # fmt: skip
+        with open(args.out / "probes.csv", "a", newline="") as f:
+            csv.DictWriter(f, fieldnames=[*asdict(p), *on]).writerow({**asdict(p), **on})
 
     every: list[Probe] = []
     edges = {}
@@ -161,11 +176,6 @@ def main(argv: list[str] | None = None) -> int:
         edge, probes = search(checkpointing, args, deadline, log)
         every += probes
         edges[checkpointing] = (edge, predicted_edge(probes, capacity))
-    with open(args.out / "probes.csv", "w", newline="") as f:
-        on = {"device": device, "capacity_gib": round(capacity, 2), "torch": torch.__version__}
-        writer = csv.DictWriter(f, fieldnames=[*asdict(every[0]), *on])
-        writer.writeheader()
-        writer.writerows({**asdict(p), **on} for p in every)
 
     figures = []
     for side in FIGURE_SIDES:

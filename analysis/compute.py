@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import pandas as pd
 
@@ -22,6 +23,7 @@ from analysis.groups import (
     trial_params,
 )
 from analysis.load import SweepData
+from analysis.predict import report_predictions
 from analysis.scaling import ScalingResult, scaling_analysis
 from analysis.stragglers import stragglers
 from analysis.tuned import TunedResult, tuned_analysis
@@ -73,6 +75,11 @@ class SweepAnalysis:
 
     sequence_parallel: pd.DataFrame  # SP trials beside data parallelism alone at the same worker count
     tuned: list[TunedResult] = field(default_factory=list)  # accuracy vs batch with the learning rate searched
+
+    @cached_property
+    def predictions(self) -> pd.DataFrame:
+        """``analysis.predict.report_predictions`` of the sweep, made once for the report's table and figure."""
+        return report_predictions(self.data.sweep_dir, self.data.trials)
 
     @property
     def accuracy_clock(self) -> str:

@@ -24,7 +24,7 @@ from analysis.batch import KNEE_FRACTION
 from analysis.compute import SweepAnalysis
 from analysis.errors import AnalysisError
 from analysis.groups import group_label, trial_labels, varying_columns
-from analysis.prediction_section import PREDICTED_FIGURE, sweep_predictions
+from analysis.prediction_section import PREDICTED_FIGURE
 
 MAX_PANELS = 6  # overhead panels, one per batch group; more would be unreadable
 MAX_EPOCH_SERIES = 12  # per-epoch lines beyond this are unreadable; the tables hold every trial
@@ -548,7 +548,7 @@ def prediction_figure(series: list[Series]) -> Drawn | str:
     frames, reasons = [], []
     for s in series:
         try:
-            frames.append((s.label, sweep_predictions(s.analysis)))
+            frames.append((s.label, s.analysis.predictions))
         except AnalysisError as exc:
             reasons.append(s.name(str(exc)))
     return predicted_scaling_figure(frames) if frames else "; ".join(reasons)

@@ -32,6 +32,8 @@ from raysweep.core.status import is_completed
 LINKS_FILE = Path("links") / "links.parquet"
 # Columns older tables (or tables built by hand) may lack: NULL there.
 OPTIONAL_COLUMNS = ("comm_overlap", "comm_kernel_ms", "trainable_params")
+PREDICT_BEYOND = 4  # the report predicts up to this many times the most ranks the sweep measured
+NO_LINKS = f"the sweep has no link table ({LINKS_FILE}: --probe-links or python -m raysweep.probe)"
 MISS_TOLERANCE = 0.15  # a prediction further than this from its measurement names the term it got wrong
 
 
@@ -287,6 +289,16 @@ def merge(base: Links, given: Links) -> Links:
         if any(key[0] == link_class for key in given.fits):
             base = base.with_class(link_class, given)
     return Links(given.name if base.name.endswith(given.name) else base.name, base.fits)
+
+
+def report_predictions(sweep_dir: Path, trials: pd.DataFrame) -> pd.DataFrame:
+    """The predictions a sweep's report shows: ``predict_from_trials`` over its own link table, one node of up to
+    ``PREDICT_BEYOND`` x the most ranks measured; ``AnalysisError`` where there is no link table or nothing to
+    calibrate on."""
+    if not (sweep_dir / LINKS_FILE).is_file():
+        raise AnalysisError(NO_LINKS)
+    most_ranks = PREDICT_BEYOND * int(trials["num_workers"].max())
+    return predict_from_trials(trials, resolve_links(sweep_dir, None, None), 1, most_ranks)
 
 
 def predict_scaling(

@@ -3,16 +3,14 @@ worker counts beside what was measured (``analysis.predict``). Only for a sweep 
 
 from __future__ import annotations
 
-import pandas as pd
 import pyarrow.parquet as pq
 
 from analysis.compute import SweepAnalysis
 from analysis.errors import AnalysisError
-from analysis.predict import LINKS_FILE, predict_from_trials, resolve_links
+from analysis.predict import LINKS_FILE, PREDICT_BEYOND
 from analysis.render import Block, Heading, Image, Paragraph, Table
 
 PREDICTED_FIGURE = "predicted_scaling"  # its name in analysis.plots.FIGURES
-BEYOND = 4  # predict up to this many times the most ranks the sweep measured
 
 
 def link_table(analysis: SweepAnalysis) -> Table:
@@ -28,26 +26,13 @@ def link_table(analysis: SweepAnalysis) -> Table:
     )
 
 
-NO_LINKS = f"the sweep has no link table ({LINKS_FILE}: --probe-links or python -m raysweep.probe)"
-
-
-def sweep_predictions(analysis: SweepAnalysis) -> pd.DataFrame:
-    """The predictions the report shows (``predict_from_trials`` over the sweep's own link table, one node of up to
-    ``BEYOND`` x the measured ranks); ``AnalysisError`` where there is no link table or nothing to calibrate on."""
-    if not (analysis.data.sweep_dir / LINKS_FILE).is_file():
-        raise AnalysisError(NO_LINKS)
-    trials = analysis.data.trials
-    links = resolve_links(analysis.data.sweep_dir, None, None)
-    return predict_from_trials(trials, links, 1, BEYOND * int(trials["num_workers"].max()))
-
-
 def prediction_section(analysis: SweepAnalysis, figures: list[Image]) -> list[Block]:
     """[] where the sweep has no link table (``--probe-links``, ``python -m raysweep.probe``); ``figures`` (the
     report's ``PREDICTED_FIGURE`` where it was drawn) under the tables."""
     if not (analysis.data.sweep_dir / LINKS_FILE).is_file():
         return []
     try:
-        frame = sweep_predictions(analysis)
+        frame = analysis.predictions
     except AnalysisError as exc:
         return [Heading("Predicted scaling"), Paragraph(f"No prediction: {exc}.")]
     rows = [
@@ -71,7 +56,7 @@ def prediction_section(analysis: SweepAnalysis, figures: list[Image]) -> list[Bl
         Paragraph(
             "**Predictions**, from the 1-rank trials' compute and the link probe's fits (`links/links.parquet`), "
             "one node of up to "
-            f"{BEYOND}x the measured ranks; measured step times beside them where the sweep ran that count "
+            f"{PREDICT_BEYOND}x the measured ranks; measured step times beside them where the sweep ran that count "
             "(`python -m analysis.predict` for other shapes and links)."
         ),
         link_table(analysis),

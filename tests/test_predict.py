@@ -184,6 +184,7 @@ def test_comm_on_one_rank_is_nothing():
 def test_the_report_section_shows_the_fits_and_predictions_beyond_the_measured_ranks(tmp_path):
     from types import SimpleNamespace
 
+    from analysis.predict import report_predictions
     from analysis.prediction_section import prediction_section
     from analysis.render import Table
 
@@ -196,7 +197,8 @@ def test_the_report_section_shows_the_fits_and_predictions_beyond_the_measured_r
     ]
     pq.write_table(table_from_rows("links", points + fit_rows(points)), sweep / "links" / "links.parquet")
     trials = pd.DataFrame([trial("a", 1, 64, 100.0), trial("b", 2, 32, 55.0)])
-    blocks = prediction_section(SimpleNamespace(data=SimpleNamespace(sweep_dir=sweep, trials=trials)), [])
+    data = SimpleNamespace(sweep_dir=sweep, trials=trials)
+    blocks = prediction_section(SimpleNamespace(data=data, predictions=report_predictions(sweep, trials)), [])
     tables = [b for b in blocks if isinstance(b, Table)]
     assert tables[0].rows[0][:2] == [INTRA_NODE, "all_reduce"]
     predicted = tables[1].rows

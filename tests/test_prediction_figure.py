@@ -16,6 +16,7 @@ from matplotlib.patches import Rectangle
 from analysis import analyze
 from analysis.link_model import INTRA_NODE, LinkFit, fit_rows
 from analysis.plots import FIGURES, Plots, Series, predicted_scaling_figure
+from analysis.predict import report_predictions
 from analysis.prediction_section import PREDICTED_FIGURE, prediction_section
 from analysis.render import Image
 from analysis.report import images
@@ -101,7 +102,15 @@ def test_with_nothing_measured_beyond_one_rank_every_predicted_kind_is_drawn_and
     assert "nothing measured beyond one rank" in drawn.caption and "shaded" not in drawn.caption
 
 
-def sweep_analysis(sweep: Path, links: bool) -> SimpleNamespace:
+class Analysis(SimpleNamespace):
+    """What the figure and the section read of a ``SweepAnalysis``: its data, and its predictions when asked."""
+
+    @property
+    def predictions(self) -> pd.DataFrame:
+        return report_predictions(self.data.sweep_dir, self.data.trials)
+
+
+def sweep_analysis(sweep: Path, links: bool) -> Analysis:
     """A measured strong-scaling sweep (1 and 2 ranks), with a link table where ``links``."""
     if links:
         (sweep / "links").mkdir(parents=True)
@@ -112,7 +121,7 @@ def sweep_analysis(sweep: Path, links: bool) -> SimpleNamespace:
         ]
         pq.write_table(table_from_rows("links", points + fit_rows(points)), sweep / "links" / "links.parquet")
     trials = pd.DataFrame([trial("a", 1, 64, 100.0), trial("b", 2, 32, 55.0), trial("c", 2, 32, 58.0)])
-    return SimpleNamespace(data=SimpleNamespace(sweep_dir=sweep, trials=trials))
+    return Analysis(data=SimpleNamespace(sweep_dir=sweep, trials=trials))
 
 
 def test_the_report_shows_the_figure_only_where_the_sweep_has_predictions(tmp_path):

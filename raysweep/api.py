@@ -337,9 +337,15 @@ def open_sweep(path: str | Path) -> ResultStore:
     if not (root / "sweep.json").is_file() or not (root / "_tune").is_dir():
         raise UsageError(f"--resume {path}: not a raysweep sweep (no sweep.json and _tune/ state in it)")
     try:
-        json.loads((root / "sweep.json").read_text())
+        written_at = json.loads((root / "sweep.json").read_text()).get("sweep_dir")
     except ValueError:
         raise UsageError(f"--resume {path}: sweep.json is not valid JSON") from None
+    if written_at is not None and Path(written_at) != root.resolve():
+        # Tune's saved trials and the searcher's state name the directory, for their tables and checkpoints
+        raise UsageError(
+            f"--resume {path}: the sweep was written at {written_at} and its saved trials name that directory; "
+            "resume it there"
+        )
     return ResultStore(root.parent, root.name)
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from raysweep.core.errors import UsageError
@@ -209,15 +208,15 @@ def check_search(config: SearchConfig, axes: AxisKinds, trial_epochs: list[int],
         )
 
 
-def build_scheduler(config: SearchConfig, trial_epochs: int, study_size: int, state_path: str | Path):
+def build_scheduler(config: SearchConfig, trial_epochs: int, study_size: int):
     """The Tune scheduler of ``config`` (None: Tune's FIFO, every trial to its last epoch): one per study of
-    ``study_size`` trials (0: one for the sweep), its state kept at ``state_path`` for ``--resume``."""
+    ``study_size`` trials (0: one for the sweep), its state kept beside Tune's experiment for ``--resume``."""
     if config.scheduler is None:
         return None
     from raysweep.runtime.early_stop import StudyScheduler
 
     make = partial(SCHEDULERS[config.scheduler.kind], config.scheduler, config.metric, config.mode, trial_epochs)
-    return StudyScheduler(make, study_size, state_path)
+    return StudyScheduler(make, study_size)
 
 
 def describe(config: SearchConfig, trial_epochs: int, trials: int) -> list[str]:

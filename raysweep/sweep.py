@@ -73,7 +73,7 @@ def run_sweep(
                 trials, notes = plan_on_cluster(options, space, groups, fit_batches)
                 for line in [*notes, trial_table(trials), *watch_hints(store.root)]:
                     print(line)
-                store.write_sweep_json(sweep_manifest(options, space, sweep, trials, notes))
+                store.write_sweep_json(sweep_manifest(options, space, store, trials, notes))
                 total = planned_total(space, trials)
                 callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, total)]
                 started = time.time()
@@ -99,11 +99,12 @@ def plan_on_cluster(
 
 
 def sweep_manifest(
-    options: SweepOptions, space: SearchSpace, sweep: str, trials: list[TrialParams], notes: list[str]
+    options: SweepOptions, space: SearchSpace, store: ResultStore, trials: list[TrialParams], notes: list[str]
 ) -> dict:
     """``sweep.json`` as a sweep starts (its ``economy`` is added at the end)."""
     return {
-        "sweep": sweep,
+        "sweep": store.sweep,
+        "sweep_dir": str(store.root.resolve()),  # what its trials' specs name (--resume runs only there)
         "space": space.name,
         "description": space.description,
         "argv": list(options.command or sys.argv),
@@ -142,9 +143,6 @@ def resume_sweep(options: SweepOptions, store: ResultStore) -> Path | None:
 
 
 TUNE_DIR = "_tune"
-# The early-stopping schedulers' state, which Tune's experiment state leaves out; beside _tune, not in it:
-# Tune copies its own staging copy of _tune over the directory at every experiment checkpoint.
-SCHEDULER_STATE = "schedulers.pkl"
 
 
 def train_storage(store: ResultStore) -> str:
@@ -206,7 +204,6 @@ def trials_tuner(
                 search,
                 max((t.epochs for t in trials), default=1),
                 space.num_samples if search.adaptive else 0,
-                (store.root / SCHEDULER_STATE).resolve(),
             ),
             num_samples=planned_total(space, trials),
             # A trial's actor only drives its trial (through a shared worker group or a Train run of its

@@ -117,6 +117,15 @@ def test_resume_with_a_space_is_refused(capsys, finished_sweep):
     one_line_exit_2(capsys, tune_main(["--resume", str(finished_sweep.root), "--space", "batch_grid"]), "drop --space")
 
 
+def test_resume_of_a_sweep_moved_since_it_was_written_is_refused_and_left_alone(capsys, finished_sweep, tmp_path):
+    written_at = finished_sweep.root.resolve()
+    finished_sweep.write_sweep_json({**finished_sweep.read_sweep_json(), "sweep_dir": str(written_at)})
+    moved = written_at.rename(tmp_path / "moved")  # Tune's saved trials still name the old directory
+    before = snapshot(moved)
+    one_line_exit_2(capsys, tune_main(["--resume", str(moved)]), f"the sweep was written at {written_at}")
+    assert snapshot(moved) == before
+
+
 def test_resume_with_corrupt_sweep_json_is_refused_and_left_alone(capsys, finished_sweep):
     (finished_sweep.root / "sweep.json").write_text("{not json")
     before = snapshot(finished_sweep.root)

@@ -5,7 +5,8 @@ grid point a study of its own with a fixed budget; its trials are compared only 
 study (one scheduler each), so a large batch, which learns less per epoch, is not stopped for trailing the
 small batches' trials.  Tune's experiment checkpoint leaves the scheduler out (a restored run starts the one
 pickled with the Tuner, empty), so the wrapper writes its schedulers' state to a file at every decision and
-reads it back when a resumed run hands it its first trial.
+reads it back when a resumed run hands it its first trial.  The file lies beside Tune's experiment directory
+(``STATE_FILE``), found from the trial Tune hands over, so a sweep moved elsewhere resumes with its state.
 
 Tune stops a function trainable by setting its session's stop event; the driver's next
 ``ray.tune.report`` then raises ``SystemExit``.  A driver that follows a shared worker group waits
@@ -27,6 +28,9 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from raysweep.core.spec import spec_of
 
+# The schedulers' state, beside Tune's experiment directory rather than in it: Tune copies its own staging
+# copy over that directory at every experiment checkpoint.
+STATE_FILE = "schedulers.pkl"
 # Tune waits this long for a stopped trial's thread before it gives up reusing the trial's actor
 # (its default, 2 s, is about one wait for the group's news: the driver's hand-back would be cut off).
 STOP_GRACE_S = 30
@@ -69,19 +73,18 @@ class StudyScheduler(FIFOScheduler):
     """One Tune scheduler per study (``make()`` builds each), its trials started in Tune's order (FIFO).
 
     ``study_size``: trials ``index // study_size`` share a study (0: every trial is in one study).
-    ``state_path``: where the schedulers' state is kept for ``--resume``.
     """
 
-    def __init__(self, make: Callable[[], TrialScheduler], study_size: int, state_path: str | Path):
+    def __init__(self, make: Callable[[], TrialScheduler], study_size: int):
         super().__init__()
-        self.make, self.study_size, self.state_path = make, study_size, str(state_path)
+        self.make, self.study_size = make, study_size
         self.studies: dict[int, TrialScheduler] = {}
-        self.loaded = False
+        self.state_path: Path | None = None  # known from the first trial (where this run's experiment is)
 
-    def study(self, trial) -> TrialScheduler:
-        if not self.loaded:  # a resumed run: the state the run before it left, if any
-            self.loaded = True
-            if os.path.exists(self.state_path):
+    def study(self, trial: Trial) -> TrialScheduler:
+        if self.state_path is None:  # a run's first trial: the state the run before it left, if any
+            self.state_path = Path(trial.storage.experiment_fs_path).parent / STATE_FILE
+            if self.state_path.exists():
                 with open(self.state_path, "rb") as f:
                     self.studies = StateUnpickler(f).load()
         key = spec_of(trial.config).index // self.study_size if self.study_size else 0
@@ -90,7 +93,6 @@ class StudyScheduler(FIFOScheduler):
         return self.studies[key]
 
     def save_state(self) -> None:
-        Path(self.state_path).parent.mkdir(parents=True, exist_ok=True)
         partial = f"{self.state_path}.partial"
         with open(partial, "wb") as f:
             StatePickler(f).dump(self.studies)

@@ -8,7 +8,10 @@ ZeRO 0-3, FSDP2, Accelerate, then ZeRO-0 and FSDP2 again) runs three ways, each 
   reset, a full collection, the allocator's cache emptied, the peak reset);
 * ``shared-now``: the same, with what a trial's end does now: ``engine.close()`` (``train_trial``) and the
   process state put back (``ProcessState``, the trial server);
-* ``fresh``: every trial in a new process (the reference: nothing came before it).
+* ``fresh``: each engine's trial in a new process (the reference: nothing came before it);
+* ``fresh-zero3-linear``: the same for ZeRO-0, FSDP2 and Accelerate, with ``torch.nn.functional.linear``
+  replaced by DeepSpeed ZeRO-3's (``zero3_linear_wrap``) before the model is built, as every trial after a
+  ZeRO-3 one had it: that replacement's own cost, apart from the memory earlier trials left.
 
 Each trial builds its model and engine as ``train_trial`` does (``trainers.engines.build_engine``) in a
 one-rank NCCL group, takes ``--warmup`` steps, then times ``--steps`` steps. Prints one row per trial:
@@ -45,7 +48,9 @@ SEQUENCE = (
     {"engine": "deepspeed", "zero_stage": 0},
     {"engine": "fsdp"},
 )
-SCENARIOS = ("shared-before", "shared-now", "fresh")
+SCENARIOS = ("shared-before", "shared-now", "fresh", "fresh-zero3-linear")
+# the trials a fresh process runs: each engine once, and without ZeRO-3 itself where its linear is the question
+FRESH_TRIALS = {"fresh": [0, 1, 2, 3, 4, 5], "fresh-zero3-linear": [0, 4, 5]}
 GIB = 2**30
 
 
@@ -96,6 +101,10 @@ def run_trials(scenario: str, indices: list[int], args: argparse.Namespace) -> N
     dist.init_process_group("nccl" if gpu else "gloo", rank=0, world_size=1)
     batch, size = args.batch, args.image_size
     linear = torch.nn.functional.linear
+    if scenario == "fresh-zero3-linear":
+        from deepspeed.runtime.zero.linear import zero3_linear_wrap
+
+        torch.nn.functional.linear = zero3_linear_wrap
 
     for index in indices:
         values = SEQUENCE[index]
@@ -172,21 +181,20 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--precision", default="bf16")
-    p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated, of " + ", ".join(SCENARIOS))
     p.add_argument("--child", choices=SCENARIOS)
     p.add_argument("--trials", default="")
     args = p.parse_args(argv)
     if args.child:
         run_trials(args.child, [int(i) for i in args.trials.split(",")], args)
         return
-    everything = list(range(len(SEQUENCE)))
     rows = []
     for scenario in args.scenarios.split(","):
-        if scenario == "fresh":
-            for index in everything:
+        if scenario in FRESH_TRIALS:
+            for index in FRESH_TRIALS[scenario]:
                 rows += child(scenario, [index], args)
         else:
-            rows += child(scenario, everything, args)
+            rows += child(scenario, list(range(len(SEQUENCE))), args)
     header = [
         "scenario",
         "trial",

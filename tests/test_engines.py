@@ -195,11 +195,15 @@ def test_deepspeed_engine_checkpoint_resumes_the_same_losses_and_schedule(one_ra
 
 
 def live_tensor_bytes() -> int:
-    """The bytes of every storage a live tensor holds (each storage once), after a full collection."""
+    """The bytes of every storage a live tensor holds (each storage once), after a full collection.
+
+    Plain tensors and parameters only: a subclass either wraps plain ones (FSDP2's DTensor) or has no
+    storage of its own (the fake tensors torch.compile's tracing leaves).
+    """
     gc.collect()
     storages = {}
     for obj in gc.get_objects():
-        if issubclass(type(obj), torch.Tensor) and not obj.is_meta:
+        if type(obj) in (torch.Tensor, torch.nn.Parameter) and not obj.is_meta:
             storage = obj.untyped_storage()
             storages[storage.data_ptr()] = storage.nbytes()
     return sum(storages.values())

@@ -71,7 +71,7 @@ def allocated_gib(device) -> float:
     gc.collect()
     storages = {}
     for obj in gc.get_objects():
-        if issubclass(type(obj), torch.Tensor) and not obj.is_meta:
+        if type(obj) in (torch.Tensor, torch.nn.Parameter) and not obj.is_meta:
             storages[obj.untyped_storage().data_ptr()] = obj.untyped_storage().nbytes()
     return sum(storages.values()) / GIB
 

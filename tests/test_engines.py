@@ -3,9 +3,11 @@ the same updates as a plain PyTorch loop with the same clipping, accumulation an
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import socket
+import weakref
 
 import pytest
 import torch
@@ -16,6 +18,7 @@ from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import GRAD_CLIP_NORM
 from trainers.engines import ENGINES, build_engine, build_optimizer, lr_factor
 from trainers.engines.deepspeed import clips_outside_deepspeed
+from trainers.process_state import ProcessState
 
 
 def test_every_engine_parameter_value_has_an_engine():
@@ -189,3 +192,73 @@ def test_deepspeed_engine_checkpoint_resumes_the_same_losses_and_schedule(one_ra
     resumed.load(tmp_path)
     assert resumed.ds.get_lr() == pytest.approx(first.ds.get_lr())  # the schedule's state came back too
     assert train(resumed, data[3:]) == pytest.approx(expected[3:], rel=1e-5)
+
+
+def live_tensor_bytes() -> int:
+    """The bytes of every storage a live tensor holds (each storage once), after a full collection.
+
+    Plain tensors and parameters only: a subclass either wraps plain ones (FSDP2's DTensor) or has no
+    storage of its own (the fake tensors torch.compile's tracing leaves).
+    """
+    gc.collect()
+    storages = {}
+    for obj in gc.get_objects():
+        if type(obj) in (torch.Tensor, torch.nn.Parameter) and not obj.is_meta:
+            storage = obj.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values())
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"zero_stage": 0},
+        {"zero_stage": 1},  # its gradient hooks kept the engine alive from the autograd graph, unseen by gc
+        {"zero_stage": 2},
+        {"zero_stage": 3},  # also its module stack and parameter-release cache, and its F.linear
+        {"engine": "fsdp"},
+        {"engine": "accelerate"},
+    ],
+    ids=lambda values: "-".join(f"{k}={v}" for k, v in values.items()),
+)
+def test_a_trial_closed_in_a_shared_worker_leaves_no_model_memory_or_process_state(one_rank_group, values):
+    """What a shared worker group's process does at a trial's end (``train_trial`` closes the engine, the
+    trial server restores the process state): the trial's model is freed, the live tensor bytes are back
+    to what they were before it, and torch's patched functions, global hooks and flags are the earlier ones."""
+    params = TrialParams.from_dict({"optimizer": "adamw", "lr": 0.01, "micro_batch_per_worker": 4, **values}).resolve(
+        cluster_has_gpus=False
+    )
+    baseline = live_tensor_bytes()
+    process = ProcessState.capture()
+    model = tiny_vit()
+    model_alive = weakref.ref(model)
+    engine = build_engine(params, model, torch.device("cpu"), total_steps=2)
+    train(engine, batches(2))
+    engine.close()
+    process.restore()
+    del engine, model
+    gc.collect()  # the engines' reference cycles are garbage now, as at the trial server's next start
+    assert model_alive() is None, "something still holds the trial's model"
+    assert live_tensor_bytes() - baseline <= 1024  # a few scalars at most (FSDP2 keeps one)
+    assert ProcessState.capture() == process
+
+
+def test_process_state_puts_back_patched_functions_global_hooks_and_flags():
+    process = ProcessState.capture()
+    linear = torch.nn.functional.linear
+    try:
+        torch.nn.functional.linear = lambda x, w, b=None: linear(x, w, b)
+        torch.nn.Module.__init_subclass__ = classmethod(lambda cls, **kwargs: None)  # inherited before
+        hook = torch.nn.modules.module.register_module_forward_hook(lambda module, args, output: output)
+        torch.backends.cuda.matmul.allow_tf32 = not process.flags["cuda.matmul.allow_tf32"]
+        torch.set_default_dtype(torch.float64)
+        assert ProcessState.capture() != process
+        process.restore()
+        assert torch.nn.functional.linear is linear
+        assert "__init_subclass__" not in vars(torch.nn.Module)
+        assert hook.id not in torch.nn.modules.module._global_forward_hooks
+        assert torch.get_default_dtype() == torch.float32
+        assert ProcessState.capture() == process
+    finally:
+        torch.nn.functional.linear = linear
+        process.restore()

@@ -112,7 +112,10 @@ def train_trial(trial: RankTrial) -> None:
         )
         discard(checkpoint)
         if not last and stop_requested(trial):
-            return
+            break
+    # A shared worker group's next trial runs in this process: nothing of this one may stay reachable.
+    # A trial that raises ends its group (and the process), so only these two ends release.
+    engine.close()
 
 
 def train_epoch(

@@ -3,9 +3,11 @@
 What outlives a trial is the process: its imports (torch, timm, DeepSpeed), its device context
 and the process group Ray Train set up, which together cost most of a trial's start-up.
 Nothing a trial builds survives it: model, engine, optimizer, data and seed are made again by
-``train_trial``, compiled graphs are dropped, and the peak-memory counter starts again at what
-the process holds between trials.  The group (``raysweep.runtime.worker_groups.TrialGroup``) is an
-actor handle in ``config``; its replies are ``NextTrial`` values, so nothing here imports it.
+``train_trial``, which closes its engine at the end (releasing what DeepSpeed's ZeRO keeps reachable),
+what it changed process-wide is put back (``trainers.process_state``), compiled graphs are dropped,
+and the peak-memory counter starts again at what the process holds between trials.  The group
+(``raysweep.runtime.worker_groups.TrialGroup``) is an actor handle in ``config``; its replies are
+``NextTrial`` values, so nothing here imports it.
 
 A group's process is new when its first trial comes: while it waits for it, it imports the trials'
 code, timm and DeepSpeed on a thread (``import_trial_code_in_background``).  The device's one-time
@@ -30,6 +32,7 @@ import torch
 
 from raysweep.core.spec import NextTrial, RankTrial
 from trainers.hardware import reset_peak_memory
+from trainers.process_state import ProcessState
 
 
 def serve_trials_per_worker(config: dict) -> None:
@@ -45,7 +48,11 @@ def serve_trials_per_worker(config: dict) -> None:
         if index == 0:
             freeze_startup_objects()
         start_clean(device)
+        process = ProcessState.capture()
         train_trial(dataclasses.replace(trial, stop_requested=stop_check(group, trial.trial_id)))
+        # What the trial changed for the whole process (DeepSpeed ZeRO-3's linear, torch's math flags,
+        # global module hooks) would otherwise reach every later trial of the group, whatever its engine.
+        process.restore()
 
 
 def stop_check(group, trial_id: str) -> Callable[[], bool]:

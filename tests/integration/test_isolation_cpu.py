@@ -9,6 +9,8 @@ By default trials of one shape share a worker group's processes (``raysweep.runt
 and 1 run in one, the failure ends it, trials 2 and 3 run in the next.  On CPU ``peak_mem_gib`` is the
 process's ``VmHWM``, reset between trials: trial 1 reports less than trial 0 only if the reset works.
 With ``--no-shared-workers`` every trial has processes of its own.
+
+A second sweep runs DeepSpeed ZeRO 0, 1 and 3 twice in one shared group: no trial's engine outlives it.
 """
 
 from __future__ import annotations
@@ -86,3 +88,43 @@ def test_trials_of_one_sweep_share_no_memory_seed_or_failure(tmp_path: Path, sha
     first = {e["trial_id"]: e["train_loss"] for e in table(sweep, "epochs").to_pylist() if e["epoch"] == 0}
     assert first[faulty["trial_id"]] == first[same["trial_id"]], first
     assert first[other["trial_id"]] != first[same["trial_id"]], first
+
+
+# ZeRO 1 and 3 between two ZeRO-0 trials of one group: a model big enough (22M parameters) that an engine
+# left alive (its model, gradients and AdamW state, hundreds of MiB) shows in the next trial's peak.
+ZERO_SPACE = {
+    "description": "isolation: ZeRO-0, 1 and 3 one after another in one shared worker group, twice",
+    "axes": [{"zero_stage": [0, 1, 3]}],
+    "fixed": {
+        "model": "vit_small_patch16_224",
+        "image_size": 32,
+        "dataset": "synthetic",
+        "micro_batch_per_worker": 16,
+        "train_samples": 64,
+        "epochs": 1,
+        "checkpoint_every": 0,
+        "precision": "fp32",
+        "num_workers": 1,
+    },
+    "repeats": 2,
+}
+
+
+def test_a_zero_trial_leaves_no_memory_to_the_later_trials_of_its_worker_group(tmp_path: Path):
+    """A DeepSpeed ZeRO 1-3 trial's engine stayed alive in its worker after it ended (hooks on the gradient
+    accumulators, reachable from the autograd graph only), so the group's later trials started from its
+    memory. On CPU ``peak_mem_gib`` is the process's ``VmHWM`` reset to what it holds at a trial's start:
+    the group's last ZeRO-0 trial, after two ZeRO-1 and two ZeRO-3 trials, peaks where its first did."""
+    space = tmp_path / "zero.yaml"
+    space.write_text(yaml.safe_dump(ZERO_SPACE, sort_keys=False))
+    proc = run_cli(
+        *("--space", str(space), "--results-dir", str(tmp_path), "--name", "zero"),
+        *("--max-concurrent-trials", "1", "--no-report", "--no-dashboard"),
+    )
+    assert proc.returncode == 0, explain(proc)
+    trials = sorted(table(tmp_path / "zero", "trials").to_pylist(), key=lambda r: r["started_at"])
+    assert [r["zero_stage"] for r in trials] == [0, 1, 3, 0, 1, 3], explain(proc)
+    assert len({r["worker_group"] for r in trials}) == 1, [r["worker_group"] for r in trials]
+    first, last = trials[0], trials[3]
+    # an engine left alive holds more than 0.3 GiB here; the first trial's peak is about 1.4 GiB
+    assert last["peak_mem_gib"] < first["peak_mem_gib"] + 0.1, [(r["zero_stage"], r["peak_mem_gib"]) for r in trials]

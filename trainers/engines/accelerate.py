@@ -84,6 +84,9 @@ class AccelerateEngine:
         if self.accelerator.scaler is not None:
             self.accelerator.scaler.load_state_dict(state["scaler"])
 
+    def close(self) -> None:
+        """Nothing outlives the trial's references to the engine: torch's hooks die with its model."""
+
 
 def scaler_state(accelerator) -> dict | None:
     return accelerator.scaler.state_dict() if accelerator.scaler is not None else None

@@ -74,3 +74,6 @@ class DDPEngine:
     def load(self, directory: Path) -> None:
         state = torch.load(Path(directory) / STATE, map_location="cpu", weights_only=False)
         self.accumulation.load_replicated_state(self.bare_model(), state)
+
+    def close(self) -> None:
+        """Nothing outlives the trial's references to the engine: torch's hooks die with its model."""

@@ -81,3 +81,26 @@ class DeepSpeedEngine:
 
     def load(self, directory: Path) -> None:
         self.ds.load_checkpoint(str(directory), tag=TAG)
+
+    def close(self) -> None:
+        """Release what keeps the trial's engine, model and optimizer alive after the trial drops them.
+
+        ZeRO 1-3 hook every parameter's gradient accumulator with a closure over the optimizer: the
+        autograd graph holds those closures where Python's garbage collector cannot see, so the
+        engine, model, optimizer and their device memory outlive the trial for the process's life.
+        ``destroy`` removes the hooks (and ZeRO-3's module hooks). ZeRO-3 also keeps its root module
+        on a module-level stack it pushes at setup and never pops, and memoises which parameters to
+        release per (coordinator, submodule) in a class-level ``lru_cache``: both hold the model.
+        """
+        from deepspeed.runtime.zero import parameter_offload
+        from deepspeed.runtime.zero.partitioned_param_coordinator import PartitionedParameterCoordinator
+
+        self.ds.destroy()
+        stack = parameter_offload.FWD_MODULE_STACK
+        stack[:] = [module for module in stack if module is not self.ds.module]
+        # The cache sits inside DeepSpeed's NVTX wrapper (a closure); every coordinator of the process
+        # shares it, and a worker trains one trial at a time.
+        released = getattr(PartitionedParameterCoordinator, "_PartitionedParameterCoordinator__params_to_release", None)
+        for cell in getattr(released, "__closure__", None) or ():
+            if hasattr(cell.cell_contents, "cache_clear"):
+                cell.cell_contents.cache_clear()

@@ -108,6 +108,9 @@ class FSDPEngine:
         steps.scheduler.load_state_dict(schedule["scheduler"])
         steps.micro_steps = schedule["micro_steps"]
 
+    def close(self) -> None:
+        """Nothing outlives the trial's references to the engine: torch's hooks die with its model."""
+
 
 def transformer_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
     """The model's repeated blocks: timm's ViTs (and most of its transformers) keep them in ``blocks``."""

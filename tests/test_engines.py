@@ -18,6 +18,7 @@ from raysweep.core.params import TrialParams
 from trainers.deepspeed_config import GRAD_CLIP_NORM
 from trainers.engines import ENGINES, build_engine, build_optimizer, lr_factor
 from trainers.engines.deepspeed import clips_outside_deepspeed
+from trainers.hardware import live_tensor_bytes
 from trainers.process_state import ProcessState
 
 
@@ -192,21 +193,6 @@ def test_deepspeed_engine_checkpoint_resumes_the_same_losses_and_schedule(one_ra
     resumed.load(tmp_path)
     assert resumed.ds.get_lr() == pytest.approx(first.ds.get_lr())  # the schedule's state came back too
     assert train(resumed, data[3:]) == pytest.approx(expected[3:], rel=1e-5)
-
-
-def live_tensor_bytes() -> int:
-    """The bytes of every storage a live tensor holds (each storage once), after a full collection.
-
-    Plain tensors and parameters only: a subclass either wraps plain ones (FSDP2's DTensor) or has no
-    storage of its own (the fake tensors torch.compile's tracing leaves).
-    """
-    gc.collect()
-    storages = {}
-    for obj in gc.get_objects():
-        if type(obj) in (torch.Tensor, torch.nn.Parameter) and not obj.is_meta:
-            storage = obj.untyped_storage()
-            storages[storage.data_ptr()] = storage.nbytes()
-    return sum(storages.values())
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,22 @@ def node_name() -> str:
     return f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
 
 
+def live_tensor_bytes() -> int:
+    """The bytes of every storage a live tensor holds (each storage once), after a full collection: what a
+    process still holds, on any device, independent of the allocator's caching.
+
+    Plain tensors and parameters only: a subclass either wraps plain ones (FSDP2's DTensor) or has no
+    storage of its own (the fake tensors torch.compile's tracing leaves).
+    """
+    gc.collect()
+    storages = {}
+    for obj in gc.get_objects():
+        if type(obj) in (torch.Tensor, torch.nn.Parameter) and not obj.is_meta:
+            storage = obj.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values())
+
+
 def peak_memory_gib(device: torch.device) -> float:
     """Peak allocated device memory on GPUs; peak resident set size of this process on CPUs.
 

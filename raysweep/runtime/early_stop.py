@@ -6,7 +6,7 @@ study (one scheduler each), so a large batch, which learns less per epoch, is no
 small batches' trials.  Tune's experiment checkpoint leaves the scheduler out (a restored run starts the one
 pickled with the Tuner, empty), so the wrapper writes its schedulers' state to a file at every decision and
 reads it back when a resumed run hands it its first trial.  The file lies beside Tune's experiment directory
-(``STATE_FILE``), found from the trial Tune hands over, so a sweep moved elsewhere resumes with its state.
+(``STATE_FILE``), found from the trial Tune hands over rather than from a path pickled with the Tuner.
 
 Tune stops a function trainable by setting its session's stop event; the driver's next
 ``ray.tune.report`` then raises ``SystemExit``.  A driver that follows a shared worker group waits

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -54,26 +53,13 @@ FRESH_TRIALS = {"fresh": [0, 1, 2, 3, 4, 5], "fresh-zero3-linear": [0, 4, 5]}
 GIB = 2**30
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def allocated_gib(device) -> float:
     """Memory the process's tensors hold: the allocator's count on a GPU, the live tensors' storages on a CPU."""
-    import gc
-
     import torch
 
-    if device.type == "cuda":
-        return torch.cuda.memory_allocated(device) / GIB
-    gc.collect()
-    storages = {}
-    for obj in gc.get_objects():
-        if type(obj) in (torch.Tensor, torch.nn.Parameter) and not obj.is_meta:
-            storages[obj.untyped_storage().data_ptr()] = obj.untyped_storage().nbytes()
-    return sum(storages.values()) / GIB
+    from trainers.hardware import live_tensor_bytes
+
+    return (torch.cuda.memory_allocated(device) if device.type == "cuda" else live_tensor_bytes()) / GIB
 
 
 def run_trials(scenario: str, indices: list[int], args: argparse.Namespace) -> None:
@@ -85,6 +71,7 @@ def run_trials(scenario: str, indices: list[int], args: argparse.Namespace) -> N
     import torch.distributed as dist
     import torch.nn.functional as F
 
+    from raysweep.bench.floor import free_port
     from raysweep.core.params import TrialParams
     from trainers.engines import build_engine
     from trainers.hardware import peak_memory_gib

@@ -158,8 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{device}, {capacity:.1f} GiB; torch {torch.__version__}; {MODEL}, in_chans={args.in_chans}", flush=True)
 
     on = {"device": device, "capacity_gib": round(capacity, 2), "torch": torch.__version__}
+    columns = [*(column.name for column in fields(Probe)), *on]
     with open(args.out / "probes.csv", "w", newline="") as f:
-        csv.DictWriter(f, fieldnames=[*(column.name for column in fields(Probe)), *on]).writeheader()
+        csv.DictWriter(f, fieldnames=columns).writeheader()
 
     def log(p: Probe) -> None:
         """Print the probe and append it to probes.csv: a probe of minutes is kept if a later one is cut off."""
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  checkpointing={p.checkpointing} {p.side:>5} px {p.tokens:>7} tokens: {p.status} {mem} {rate} "
               f"({p.seconds:.0f} s)", flush=True)  # fmt: skip
         with open(args.out / "probes.csv", "a", newline="") as f:
-            csv.DictWriter(f, fieldnames=[*asdict(p), *on]).writerow({**asdict(p), **on})
+            csv.DictWriter(f, fieldnames=columns).writerow({**asdict(p), **on})
 
     every: list[Probe] = []
     edges = {}

@@ -81,8 +81,8 @@ def test_the_bench_mfu_is_the_trials_mfu_column_and_the_ceiling_share_is_a_secon
     # passed through), 0.5 of a measured 2 TFLOP/s matmul ceiling
     plain = {"batch": 64, "variant": "eager", **spread("plain_img_s", [1000.0])}
     rows = [
-        compare(plain, stack_trial(1000.0, 1e9, 4e12, 0.25), plain),
-        compare(plain, stack_trial(2000.0, 1e9, 4e12, 0.5, compile=True), plain),
+        compare(plain, [stack_trial(1000.0, 1e9, 4e12, 0.25)], plain),
+        compare(plain, [stack_trial(2000.0, 1e9, 4e12, 0.5, compile=True)], plain),
     ]
     figures = utilisation(rows, ceiling_tflops=2.0)
     assert figures["mfu"] == {"64": 0.25, "64c": 0.5}
@@ -94,7 +94,7 @@ def test_the_bench_mfu_is_the_trials_mfu_column_and_the_ceiling_share_is_a_secon
 
 def test_on_a_cpu_there_is_no_mfu_and_no_ceiling():
     plain = {"batch": 16, "variant": "eager", **spread("plain_img_s", [100.0])}
-    rows = [compare(plain, stack_trial(90.0, 2e7, None, None), plain)]
+    rows = [compare(plain, [stack_trial(90.0, 2e7, None, None)], plain)]
     figures = utilisation(rows, ceiling_tflops=None)
     assert figures["mfu"] == {"16": None} and figures["matmul_ceiling_share"] == {"16": None}
     assert utilisation_lines(figures)[1] == "MFU: no spec peak for this device (the trials' peak_flops is NULL)"
@@ -120,11 +120,17 @@ def test_the_stack_compiles_in_the_mode_that_won_the_most_batches():
     assert stack_compile_mode(plain(None, None)) == "default"  # eager won everywhere: torch.compile's default
 
 
-def test_the_ratio_is_of_medians_and_its_range_pairs_the_extreme_windows():
+def test_the_ratio_is_of_medians_over_every_trial_of_the_batch_and_its_range_pairs_the_extreme_windows():
     plain = {"batch": 64, "variant": "default", **spread("plain_img_s", [90.0, 100.0, 110.0])}
     eager = {"plain_img_s": 80.0}
-    trial = {**stack_trial(99.0, 1e9, 4e12, 0.25, compile=True), "epoch_img_s": [95.0, 99.0, 104.5]}
-    row = compare(plain, trial, eager)
+    first = {**stack_trial(99.0, 1e9, 4e12, 0.25, compile=True), "epoch_img_s": [95.0, 99.0, 104.5]}
+    later = {**stack_trial(60.0, 1e9, 4e12, 0.2, compile=True), "epoch_img_s": [58.0, 60.0, 61.0], "setup_s": 0.7}
+    row = compare(plain, [first], eager)
     assert row["ratio"] == pytest.approx(99.0 / 100.0)
     assert row["ratio_min"] == pytest.approx(95.0 / 110.0) and row["ratio_max"] == pytest.approx(104.5 / 90.0)
     assert row["eager_img_s"] == 80.0 and row["stack_img_s_min"] == 95.0
+    # a slow later trial counts: its windows join the median (of six: 61.0 and 95.0), and stands apart
+    row = compare(plain, [first, later], eager)
+    assert row["stack_img_s"] == pytest.approx((61.0 + 95.0) / 2) and row["stack_img_s_min"] == 58.0
+    assert row["first_img_s"] == 99.0 and row["later_img_s"] == [60.0]
+    assert row["setup_s"] == 0.7 and row["mfu"] == 0.2  # the last trial's

@@ -3,8 +3,9 @@
     python docs/results/h100-bench-compile/summarize.py OUT/bench.json > docs/results/h100-bench-compile/summary.csv
 
 ``what`` is a hand-written variant (eager, default, reduce-overhead, ...) or ``stack``; img/s is the median of
-the timed windows with their range (a hand-written variant's windows; the stack's epochs); a stack row is the
-group's last trial of that micro batch (a later trial: its ``setup_s`` and ``warmup_s``, the compile's share).
+the timed windows with their range (a hand-written variant's windows; for the stack every epoch of every trial
+of that micro batch, with each trial's median in ``first_img_s`` and ``later_img_s``, in the order they ran);
+a stack row's ``setup_s`` and ``warmup_s`` are the batch's last trial's (a later trial: the compile's share).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ def rows(bench: dict) -> list[dict]:
     on = {"device": bench["device"], "date": bench["date"]}
     table = [
         {"batch": p["batch"], "what": p["variant"], "img_s": p["plain_img_s"], "img_s_min": p["plain_img_s_min"],
-         "img_s_max": p["plain_img_s_max"], "setup_s": None, "warmup_s": p["plain_warmup_s"], **on}
+         "img_s_max": p["plain_img_s_max"], "setup_s": None, "warmup_s": p["plain_warmup_s"],
+         "first_img_s": None, "later_img_s": None, **on}
         for p in bench["plain"]
     ]  # fmt: skip
     table += [
         {"batch": r["batch"], "what": "stack", "img_s": r["stack_img_s"], "img_s_min": r["stack_img_s_min"],
-         "img_s_max": r["stack_img_s_max"], "setup_s": r["setup_s"], "warmup_s": r["stack_warmup_s"], **on}
+         "img_s_max": r["stack_img_s_max"], "setup_s": r["setup_s"], "warmup_s": r["stack_warmup_s"],
+         "first_img_s": r["first_img_s"], "later_img_s": ";".join(f"{v:.2f}" for v in r["later_img_s"]), **on}
         for r in bench["rows"]
     ]  # fmt: skip
     return table

@@ -36,9 +36,9 @@ def figure(name: str) -> Callable[[Callable[[], str]], Callable[[], str]]:
     return register
 
 
-def summary(experiment: str) -> list[dict]:
-    """An experiment's summary.csv, numbers as numbers, empty cells as None."""
-    with open(RESULTS / experiment / "summary.csv", newline="") as f:
+def summary(experiment: str, name: str = "summary.csv") -> list[dict]:
+    """An experiment's summary table (``summary.csv`` unless named), numbers as numbers, empty cells as None."""
+    with open(RESULTS / experiment / name, newline="") as f:
         return [{k: number(v) for k, v in row.items()} for row in csv.DictReader(f)]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from . import TRIAL_HEADER, figure, listed, span, summary, table, trial_cells
+from . import TRIAL_HEADER, figure, span, summary, table, trial_cells
 
 
 def engine_trials() -> dict[str, dict]:
@@ -69,16 +69,76 @@ def h100_engines_1gpu() -> str:
 @figure("h100-engines-1gpu-says")
 def h100_engines_1gpu_says() -> str:
     trials = h100_engine_repeats()
-    ddp, accelerate, zero0 = trials["DDP"], trials["Accelerate (DDP)"], trials["DeepSpeed ZeRO-0"]
+    ddp, accelerate = trials["DDP"], trials["Accelerate (DDP)"]
     ratios = [a["throughput"] / d["throughput"] for a, d in zip(accelerate, ddp)]
-    first = min((r for rows in trials.values() for r in rows), key=lambda r: r["started_at"])
-    later = listed([r["throughput"] for r in zero0[1:]], ".0f")
+    spreads = {name: (max(t) - min(t)) / statistics.median(t) for name, rows in trials.items()
+               for t in [[r["throughput"] for r in rows]]}  # fmt: skip
+    widest = max(spreads, key=spreads.get)
+    memory_same = all(len({r["peak_mem_gib"] for r in rows}) == 1 for rows in trials.values())
+    ranked = sorted(trials, key=lambda name: -statistics.median(r["throughput"] for r in trials[name]))
     return (
-        f"Accelerate, run right after DDP in each repeat, reaches {span(ratios, '.3f')}x DDP's throughput with the "
-        f"same peak memory: its DDP path adds nothing measurable on one GPU. Every other comparison here is "
-        f"confounded by the order: the sweep's first trial ({ENGINE_NAMES[first['engine']].format(**first)}) ran "
-        f"at {first['throughput']:.0f} samples/s and its repeats at {later}; "
-        f"the peak memory every trial starts from grows by "
-        f"{span([b['peak_mem_gib'] - a['peak_mem_gib'] for a, b in zip(ddp, ddp[1:])], '.1f')} GiB a repeat "
-        f"(DDP's trials: {listed([r['peak_mem_gib'] for r in ddp], '.1f')} GiB)."
+        f"Accelerate reaches {span(ratios, '.3f')}x DDP's throughput with the same peak memory: its DDP path adds "
+        f"nothing measurable on one GPU. A group's later trials run as its first did: every engine's three repeats "
+        f"agree within {spreads[widest]:.1%} ({widest}'s, the widest)"
+        + (", and each engine's peak memory is the same in every repeat" if memory_same else "")
+        + f". By median throughput: {', '.join(ranked)}."
+    )
+
+
+SCENARIO_NAMES = {
+    "shared-before": "one process, the old teardown",
+    "shared-now": "one process, today's teardown",
+    "fresh": "a fresh process each",
+    "fresh-zero3-linear": "fresh, with ZeRO-3's F.linear",
+}
+
+
+def later_trials() -> dict[str, dict[int, dict]]:
+    """docs/results/h100-engines-1gpu's later_trials.py rows: scenario -> trial index -> row."""
+    out: dict[str, dict[int, dict]] = {}
+    for r in summary("h100-engines-1gpu", "summary-later.csv"):
+        out.setdefault(r["scenario"], {})[int(r["trial"])] = r
+    return out
+
+
+@figure("h100-later-trials")
+def h100_later_trials() -> str:
+    rows = later_trials()
+    body = []
+    for index, first in sorted(rows["shared-before"].items()):
+        name = ENGINE_NAMES[first["engine"]].format(zero_stage=int(first["zero_stage"] or 0))
+        cells = [str(index + 1), name]
+        for scenario in SCENARIO_NAMES:
+            r = rows.get(scenario, {}).get(index)
+            cells.append("" if r is None else f"{r['img_s']:.0f} ({r['peak_gib']:.1f})")
+        cells.append(f"{rows['shared-before'][index]['allocated_after_gib']:.2f} / "
+                     f"{rows['shared-now'][index]['allocated_after_gib']:.2f}")  # fmt: skip
+        body.append(cells)
+    header = ["trial", "engine", *(f"{name}: img/s (peak GiB)" for name in SCENARIO_NAMES.values())]
+    return table([*header, "GiB left after it, old / today's teardown"], body, "rlrrrrr")
+
+
+@figure("h100-later-trials-says")
+def h100_later_trials_says() -> str:
+    rows = later_trials()
+    before, now, fresh = rows["shared-before"], rows["shared-now"], rows["fresh"]
+    linear = rows["fresh-zero3-linear"]
+    last = max(before)
+    now_over_fresh = {i: now[i]["img_s"] / fresh[i]["img_s"] for i in fresh}
+    low, high = min(now_over_fresh, key=now_over_fresh.get), max(now_over_fresh, key=now_over_fresh.get)
+
+    def engine(i: int) -> str:
+        return ENGINE_NAMES[fresh[i]["engine"]].format(zero_stage=int(fresh[i]["zero_stage"] or 0))
+
+    linear_cost = [linear[i]["img_s"] / fresh[i]["img_s"] for i in linear]
+    return (
+        f"With the old teardown the process kept {before[last]['allocated_after_gib']:.1f} GiB of dead trials' "
+        f"tensors by the end and every trial after ZeRO-3 ran with DeepSpeed's `F.linear`; the last trials ran at "
+        f"{before[last - 1]['img_s']:.0f} (ZeRO-0) and {before[last]['img_s']:.0f} (FSDP2) img/s against "
+        f"{now[last - 1]['img_s']:.0f} and {now[last]['img_s']:.0f} with today's. Today's teardown leaves "
+        f"{max(r['allocated_after_gib'] for r in now.values()):.2f} GiB after every trial and each trial's peak "
+        f"memory is a fresh process's; DeepSpeed's `F.linear` alone, in a fresh process, costs "
+        f"{span([1 - r for r in linear_cost], '.0%')} of the throughput. Against a fresh process, today's shared "
+        f"trials run at {now_over_fresh[low]:.3f}x ({engine(low)}) to {now_over_fresh[high]:.3f}x ({engine(high)}): "
+        f"single runs, so differences of that size are not established."
     )

@@ -1,6 +1,6 @@
 """How much of a compiled ViT-B/16 step is the precision of its weights and activations, on one GPU.
 
-    . .whl/install.sh && python docs/results/gpu-step-weights/probe.py --out "$OUT"
+    . .whl/install.sh && python docs/results/h100-step-weights/probe.py --out "$OUT"
 
 Three hand-written training steps of the same model at the same micro batch, each compiled in torch.compile's
 default mode, timed side by side (``--repeats`` rounds, each round one window of ``--steps`` steps of every

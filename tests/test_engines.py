@@ -140,6 +140,26 @@ def test_deepspeed_engine_matches_plain_torch_with_clipping_accumulation_and_sch
     assert engine.ds.get_lr() == pytest.approx([0.5 * lr_factor(steps, steps, 0.25, "cosine")] * 2)
 
 
+def test_a_one_rank_zero0_engine_does_not_reduce_its_gradients_and_takes_the_same_updates(one_rank_group):
+    # the reduction over one rank is a copy scaled by 1: without it the parameters are bitwise the same
+    params = TrialParams.from_dict({"optimizer": "adamw", "lr": 0.01, "micro_batch_per_worker": 4}).resolve(
+        cluster_has_gpus=False
+    )
+    data = batches(4)
+    skipping = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=4)
+    reducing = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=4)
+    reducing.ds.enable_backward_allreduce = True  # DeepSpeed's default
+    assert not skipping.reduces and not skipping.ds.enable_backward_allreduce
+    assert train(skipping, data) == train(reducing, data)
+    for ours, theirs in zip(skipping.ds.module.parameters(), reducing.ds.module.parameters()):
+        assert torch.equal(ours, theirs)
+    # DeepSpeed clips and reduces itself (ZeRO 1-3, its low-precision engines): its reduction stays on
+    zero1 = TrialParams.from_dict({"zero_stage": 1, "micro_batch_per_worker": 4}).resolve(cluster_has_gpus=False)
+    engine = build_engine(zero1, tiny_vit(), torch.device("cpu"), total_steps=4)
+    assert engine.reduces
+    engine.close()
+
+
 def test_accelerate_engine_matches_plain_torch_with_clipping_accumulation_and_schedule(one_rank_group):
     steps, accum = 4, 2
     params = TrialParams.from_dict(

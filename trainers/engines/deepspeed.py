@@ -1,11 +1,16 @@
 """DeepSpeed's engine (ZeRO 0-3, its bf16/fp16 engine or torch autocast) behind our engine interface.
 
-We hold DeepSpeed's engine and change none of its attributes. Where clipping in fp32 is exact
-without DeepSpeed (ZeRO 0 and no DeepSpeed bf16/fp16 engine or loss scaler), DeepSpeed's clipping is
-off and we clip with torch's foreach ``clip_grad_norm_`` between backward and step: DeepSpeed's own
-helper for that path copies two host scalars to the device every step, and each copy waits for the
-whole queue of kernels. Everywhere else DeepSpeed clips (its ZeRO and low-precision optimizers clip
-their own partitions, after unscaling).
+We hold DeepSpeed's engine. Where clipping in fp32 is exact without DeepSpeed (ZeRO 0 and no DeepSpeed
+bf16/fp16 engine or loss scaler), DeepSpeed's clipping is off and we clip with torch's foreach
+``clip_grad_norm_`` between backward and step: DeepSpeed's own helper for that path copies two host
+scalars to the device every step, and each copy waits for the whole queue of kernels. Everywhere else
+DeepSpeed clips (its ZeRO and low-precision optimizers clip their own partitions, after unscaling).
+
+On that same path with one rank in the world there is nothing to reduce, yet DeepSpeed's ZeRO-0 backward
+flattens every gradient into a bucket, scales it by 1, all-reduces it over the one rank and copies it back,
+each step: passes over the whole fp32 gradient and a copy per parameter. We turn off its reduction there
+with its own switch (``enable_backward_allreduce``, which its pipeline engine turns off too); that is the
+one attribute of DeepSpeed's engine we set.
 """
 
 from __future__ import annotations
@@ -53,6 +58,9 @@ class DeepSpeedEngine:
         self.ds, *_ = deepspeed.initialize(
             model=model, optimizer=make_optimizer(model), lr_scheduler=make_scheduler, config=config
         )
+        self.reduces = not (self.clip_here and torch.distributed.get_world_size() == 1)
+        if not self.reduces:
+            self.ds.enable_backward_allreduce = False
         if compiles(params):
             self.ds.compile(compile_kwargs=compile_options(params))
         self.module = self.ds

@@ -21,7 +21,9 @@ def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
         assert row["plain_img_s"] > 0 and row["stack_img_s"] > 0
         assert 0 < row["ratio"] < 10 and row["setup_s"] > 0 and row["teardown_s"] >= 0
         assert row["ratio_min"] <= row["ratio"] <= row["ratio_max"] and len(row["plain_img_s_values"]) == 3
-        assert row["variant"] == "eager" and len(row["stack_img_s_values"]) == 3  # one timed epoch per repeat
+        # batch_grid runs each micro batch three times (its repeats), each trial one timed epoch per --repeats
+        assert row["variant"] == "eager" and len(row["later_img_s"]) == 2 and len(row["stack_img_s_values"]) == 9
+        assert row["stack_img_s_min"] <= row["first_img_s"] <= row["stack_img_s_max"]
     pipe = result["input_pipeline"]
     assert pipe["pipeline_img_s"] > pipe["model_img_s"] > 0  # the data path outruns the model
     assert 0 <= pipe["data_wait_fraction"] < 1 and pipe["cifar_img_s"] > 0

@@ -41,11 +41,16 @@ ENGINE_NAMES = {
 }
 
 
+def engine_name(row: dict) -> str:
+    """A summary row's engine as the tables name it (its ZeRO stage for DeepSpeed)."""
+    return ENGINE_NAMES[row["engine"]].format(zero_stage=int(row["zero_stage"] or 0))
+
+
 def h100_engine_repeats() -> dict[str, list[dict]]:
     """Each engine's trials of docs/results/h100-engines-1gpu in run order (repeat 0, 1, 2), in the space's order."""
     by_engine: dict[str, list[dict]] = {}
     for r in sorted(summary("h100-engines-1gpu"), key=lambda r: r["started_at"]):
-        by_engine.setdefault(ENGINE_NAMES[r["engine"]].format(**r), []).append(r)
+        by_engine.setdefault(engine_name(r), []).append(r)
     return by_engine
 
 
@@ -106,8 +111,7 @@ def h100_later_trials() -> str:
     rows = later_trials()
     body = []
     for index, first in sorted(rows["shared-before"].items()):
-        name = ENGINE_NAMES[first["engine"]].format(zero_stage=int(first["zero_stage"] or 0))
-        cells = [str(index + 1), name]
+        cells = [str(index + 1), engine_name(first)]
         for scenario in SCENARIO_NAMES:
             r = rows.get(scenario, {}).get(index)
             cells.append("" if r is None else f"{r['img_s']:.0f} ({r['peak_gib']:.1f})")
@@ -127,9 +131,6 @@ def h100_later_trials_says() -> str:
     now_over_fresh = {i: now[i]["img_s"] / fresh[i]["img_s"] for i in fresh}
     low, high = min(now_over_fresh, key=now_over_fresh.get), max(now_over_fresh, key=now_over_fresh.get)
 
-    def engine(i: int) -> str:
-        return ENGINE_NAMES[fresh[i]["engine"]].format(zero_stage=int(fresh[i]["zero_stage"] or 0))
-
     linear_cost = [linear[i]["img_s"] / fresh[i]["img_s"] for i in linear]
     return (
         f"With the old teardown the process kept {before[last]['allocated_after_gib']:.1f} GiB of dead trials' "
@@ -139,6 +140,7 @@ def h100_later_trials_says() -> str:
         f"{max(r['allocated_after_gib'] for r in now.values()):.2f} GiB after every trial and each trial's peak "
         f"memory is a fresh process's; DeepSpeed's `F.linear` alone, in a fresh process, costs "
         f"{span([1 - r for r in linear_cost], '.0%')} of the throughput. Against a fresh process, today's shared "
-        f"trials run at {now_over_fresh[low]:.3f}x ({engine(low)}) to {now_over_fresh[high]:.3f}x ({engine(high)}): "
+        f"trials run at {now_over_fresh[low]:.3f}x ({engine_name(fresh[low])}) to "
+        f"{now_over_fresh[high]:.3f}x ({engine_name(fresh[high])}): "
         f"single runs, so differences of that size are not established."
     )

@@ -58,13 +58,17 @@ class DeepSpeedEngine:
         self.ds, *_ = deepspeed.initialize(
             model=model, optimizer=make_optimizer(model), lr_scheduler=make_scheduler, config=config
         )
-        self.reduces = not (self.clip_here and torch.distributed.get_world_size() == 1)
-        if not self.reduces:
+        if self.clip_here and torch.distributed.get_world_size() == 1:
             self.ds.enable_backward_allreduce = False
         if compiles(params):
             self.ds.compile(compile_kwargs=compile_options(params))
         self.module = self.ds
         self.input_dtype = torch.float32 if params.uses_autocast else DTYPES[params.precision]
+
+    @property
+    def reduces(self) -> bool:
+        """Whether DeepSpeed reduces the gradients at each backward (off for a one-rank ZeRO-0 on our clipping)."""
+        return self.ds.enable_backward_allreduce
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.ds(x)

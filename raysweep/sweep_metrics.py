@@ -76,14 +76,19 @@ class SweepMetrics:
         return {"gauges": None, "failed": False}
 
 
-def metrics_urls() -> list[str]:
-    """Each alive node's Prometheus endpoint (its metrics agent), as ``ray.nodes()`` lists it."""
-    import ray
+def metrics_urls(nodes: list[dict] | None = None) -> list[str]:
+    """Each alive node's Prometheus endpoint (its metrics agent), from ``ray.nodes()`` or ``nodes`` in its form.
 
+    A node whose metrics agent did not start lists port -1 (or none): it has no endpoint to name.
+    """
+    if nodes is None:
+        import ray
+
+        nodes = ray.nodes()
     return [
         f"http://{n['NodeManagerAddress']}:{n['MetricsExportPort']}/metrics"
-        for n in ray.nodes()
-        if n.get("Alive") and n.get("MetricsExportPort")
+        for n in nodes
+        if n.get("Alive") and (n.get("MetricsExportPort") or 0) > 0
     ]
 
 

@@ -18,7 +18,7 @@ from raysweep.progress import (
     status_line,
     trial_label,
 )
-from raysweep.sweep_metrics import SweepMetrics
+from raysweep.sweep_metrics import SweepMetrics, metrics_urls
 from raysweep.tensorboard_logger import run_name
 from tests.specs import tune_config
 
@@ -180,6 +180,16 @@ def test_sweep_metrics_publish_every_state():
     metrics.publish(SweepCounts(total=5, completed=2, failed=1, running=1, best_throughput=42.0))
     assert [metrics.gauges[n].value for n in names] == [5, 2, 1, 1, 1]
     assert metrics.gauges["best_samples_per_second"].value == 42.0
+
+
+def test_metrics_urls_name_only_alive_nodes_whose_metrics_agent_listens():
+    nodes = [
+        {"Alive": True, "NodeManagerAddress": "127.0.0.1", "MetricsExportPort": 44915},
+        {"Alive": True, "NodeManagerAddress": "10.0.0.2", "MetricsExportPort": -1},  # its agent did not start
+        {"Alive": False, "NodeManagerAddress": "10.0.0.3", "MetricsExportPort": 8080},
+        {"Alive": True, "NodeManagerAddress": "10.0.0.4"},
+    ]
+    assert metrics_urls(nodes) == ["http://127.0.0.1:44915/metrics"]
 
 
 def test_tensorboard_run_named_by_parameters():

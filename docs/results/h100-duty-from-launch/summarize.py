@@ -5,6 +5,10 @@
 Each RUN/i holds a sweep's ``sweep.json`` and its ``summary.csv`` (``docs/results/summarize_sweep.py``: the trials
 table). Per sweep: both duty cycles and the wall times they divide by (``sweep.json``'s ``economy``), the timed
 device-seconds, the first trial's ``setup_s`` and its start after the launch, and each trial's throughput.
+Where RUN/i also holds the sweep's output with each line stamped (``*.log``: ``<unix time> <line>``, its first
+line ``<unix time> [launch]`` when the command started), the launch's phases too, each counted from the launch
+(``run_planned``'s call): the command's start before it, Ray up (the "Ray's logs" line), planned (the trial
+table printed), and the first trial's wait for its worker group (``setup_breakdown``'s ``worker_started``).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
 
@@ -21,6 +26,7 @@ def row(run: Path) -> dict:
     with open(run / "summary.csv", newline="") as f:
         trials = sorted(csv.DictReader(f), key=lambda t: t["started_at"])
     launch_wall, wall = economy["launch_wall_s"], economy["wall_s"]
+    launched_at = datetime.fromisoformat(trials[0]["started_at"]).timestamp() - (launch_wall - wall)
     return {
         "sweep": run.name,
         "trials": len(trials),
@@ -35,6 +41,27 @@ def row(run: Path) -> dict:
         "img_s": ";".join(f"{float(t['throughput']):.0f}" for t in trials),
         "compiled": ";".join(t["compiled"] for t in trials),
         "device": json.loads(trials[0]["device_names"])[0],
+        "raysweep_commit": sweep["versions"]["raysweep_commit"][:7],
+        **phases(run, launched_at),
+        "first_group_wait_s": json.loads(trials[0]["setup_breakdown"])["worker_started"],
+    }
+
+
+def phases(run: Path, launched_at: float) -> dict:
+    """The launch's phases from the stamped output, in seconds from the launch (empty without it)."""
+    logs = sorted(run.glob("*.log"))
+    if not logs:
+        return {"command_to_launch_s": None, "ray_up_s": None, "planned_s": None}
+    stamped = [line.split(" ", 1) for line in logs[0].read_text().splitlines() if " " in line]
+    first = {}
+    for stamp, text in stamped:
+        for key, start in (("command", "[launch]"), ("ray_up", "Ray's logs:"), ("planned", "#  num_workers")):
+            if text.startswith(start):
+                first.setdefault(key, float(stamp))
+    return {
+        "command_to_launch_s": round(launched_at - first["command"], 2),
+        "ray_up_s": round(first["ray_up"] - launched_at, 2),
+        "planned_s": round(first["planned"] - launched_at, 2),
     }
 
 

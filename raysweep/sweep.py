@@ -23,7 +23,6 @@ from raysweep.core.store import ResultStore
 from raysweep.economy import economy_line, sweep_economy
 from raysweep.options import SweepOptions
 from raysweep.plan import first_trial, plan_trials, trial_table
-from raysweep.probe import probe_sweep_links
 from raysweep.progress import ProgressCallback
 from raysweep.recorder import ResultTablesCallback
 from raysweep.runtime import cluster
@@ -68,6 +67,8 @@ def run_sweep(
             import_train_torch_in_background()
             connect(options, options.address, static, {**bytecode, **compile_cache_env(sweep)})
             if options.probe_links:  # before any worker group holds the cluster's CPUs or GPUs
+                from raysweep.probe import probe_sweep_links  # imports torch: kept off the launch's path
+
                 probe_sweep_links(store)
             with worker_groups(options, store) as groups:
                 trials, notes = plan_on_cluster(options, space, groups, fit_batches)

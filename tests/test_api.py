@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import raysweep
@@ -135,3 +139,13 @@ def test_the_profilers_lines_from_every_rank_and_the_raylets_worker_count_are_ch
     assert is_chatter("WARNING: 8 PYTHON worker processes have been started on node: a5f5 with address: 192.0.2.2")
     assert not is_chatter("RuntimeError: CUDA error: an illegal memory access was encountered")
     assert not is_chatter("raysweep: warning: rank 1 is 1.4x slower than rank 0")
+
+
+def test_the_sweeps_modules_leave_torch_to_the_thread_beside_ray_init():
+    """torch (seconds to import where CUDA's libraries load) is imported on a thread while Ray starts
+    (``import_train_torch_in_background``); a module-level import on the way to ``ray.init`` would put it
+    first on the launch's path."""
+    code = "import sys, raysweep.tune, raysweep.api, raysweep.sweep; print('torch' in sys.modules)"
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert result.stdout.strip() == "False"

@@ -99,6 +99,17 @@ def h100_bench_compile_runs() -> str:
     )
 
 
+@figure("h100-bench-compile-256")
+def h100_bench_compile_256() -> str:
+    """The bench at micro batch 256 alone, on a third H100 host (summary-256.csv)."""
+    ((batch, _, best, stack),) = by_batch("summary-256.csv")
+    return (
+        f"On a third H100 host, micro batch {batch} alone: the best hand-written variant ({best['what']}) "
+        f"{ranged(best)} img/s, the stack {ranged(stack)}, ratio **{stack['img_s'] / best['img_s']:.3f}** "
+        f"({stack['img_s_min'] / best['img_s_max']:.3f}-{stack['img_s_max'] / best['img_s_min']:.3f})."
+    )
+
+
 def spoken(items: list) -> str:
     """``64, 128 and 256``; ``none`` for no items."""
     words = [str(i) for i in items]

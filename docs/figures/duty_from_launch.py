@@ -7,7 +7,8 @@ import statistics
 from . import figure, span, summary, table
 
 TARGET = 0.80  # issue 39: the 3-trial batch_grid of 51,200-sample trials, from the launch
-SECOND_HOST = "summary-second-host.csv"  # the same command on another H100 host, its output stamped
+# the same command on two more H100 hosts, each sweep's output stamped line by line
+STAMPED = (("second", "summary-second-host.csv"), ("third", "summary-third-host.csv"))
 
 
 @figure("h100-duty-from-launch")
@@ -48,45 +49,54 @@ def h100_duty_from_launch_says() -> str:
     )
 
 
-@figure("h100-duty-from-launch-second-host")
-def h100_duty_from_launch_second_host() -> str:
-    """The second host's sweeps, with the launch's phases from their stamped output."""
+@figure("h100-duty-from-launch-phases")
+def h100_duty_from_launch_phases() -> str:
+    """The sweeps whose output was stamped, by host, with the launch's phases read off it."""
     body = [
         [
-            str(r["sweep"]),
+            host,
+            str(r["sweep"]) + (" (cProfile)" if r["driver_profiled"] else ""),
+            r["raysweep_commit"],
             f"{r['ray_up_s']:.1f}",
             f"{r['planned_s']:.1f}",
             f"{r['launch_to_first_trial_s']:.1f}",
             f"{r['first_group_wait_s']:.1f}",
-            f"{r['first_setup_s']:.1f}",
+            f"{r['launch_to_first_trial_s'] + r['first_setup_s']:.1f}",
             r["img_s"].replace(";", " / "),
             f"{r['timed_device_s']:.1f}",
             f"{r['launch_wall_s']:.1f}",
             f"**{r['duty_cycle_from_launch']:.4f}**",
         ]
-        for r in summary("h100-duty-from-launch", SECOND_HOST)
+        for host, name in STAMPED
+        for r in summary("h100-duty-from-launch", name)
     ]
-    header = ["sweep", "Ray up (s)", "planned (s)", "first trial starts (s)", "it waits for its group (s)"]
-    header += ["its setup (s)", "img/s at 64 / 128 / 256", "timed training (s)", "launch to last end (s)"]
-    header += ["duty cycle from the launch"]
-    return table(header, body, "rrrrrrrrrr")
+    header = ["host", "sweep", "raysweep", "Ray up (s)", "planned (s)", "first trial starts (s)"]
+    header += ["it waits for its group (s)", "its first step (s)", "img/s at 64 / 128 / 256", "timed training (s)"]
+    header += ["launch to last end (s)", "duty cycle from the launch"]
+    return table(header, body, "llrrrrrrrrrr")
 
 
-@figure("h100-duty-from-launch-second-host-says")
-def h100_duty_from_launch_second_host_says() -> str:
-    first, second = summary("h100-duty-from-launch"), summary("h100-duty-from-launch", SECOND_HOST)
-    duty = [r["duty_cycle_from_launch"] for r in second]
-    before = [r["launch_to_first_trial_s"] for r in first]
-    after = [r["launch_to_first_trial_s"] for r in second]
-    first_step = [r["launch_to_first_trial_s"] + r["first_setup_s"] for r in second]
+@figure("h100-duty-from-launch-phases-says")
+def h100_duty_from_launch_phases_says() -> str:
+    first = summary("h100-duty-from-launch")
+    stamped = [r for _, name in STAMPED for r in summary("h100-duty-from-launch", name)]
+    rows = summary("h100-duty-from-launch", "summary-imports.csv")
+    imports = {
+        m: span([r["cumulative_s"] for r in rows if r["module"] == m], ".1f") for m in {r["module"] for r in rows}
+    }
     return (
-        f"On the second host: {span(duty, '.4f')} from the launch ({len(second)} sweeps), against {TARGET:.2f}. "
-        f"Its first trial started {span(after, '.1f')} s after the launch, against {span(before, '.1f')} s on the "
-        f"first host, and took its first step {span(first_step, '.1f')} s after it. Counted from the launch, Ray "
-        f"was up at {span([r['ray_up_s'] for r in second], '.1f')} s and planning done at "
-        f"{span([r['planned_s'] for r in second], '.1f')} s; the first trial then waited "
-        f"{span([r['first_group_wait_s'] for r in second], '.1f')} s for its worker group, which had been "
-        f"starting since planning began. Before the launch the command spent "
-        f"{span([r['command_to_launch_s'] for r in second], '.1f')} s (Python, imports, the values' checks), "
+        f"On the second and third hosts: {span([r['duty_cycle_from_launch'] for r in stamped], '.4f')} from the "
+        f"launch, against {TARGET:.2f}; the first trial started "
+        f"{span([r['launch_to_first_trial_s'] for r in stamped], '.1f')} s after the launch, against "
+        f"{span([r['launch_to_first_trial_s'] for r in first], '.1f')} s on the first host. Counted from the "
+        f"launch, Ray was up at {span([r['ray_up_s'] for r in stamped], '.1f')} s and planning done at "
+        f"{span([r['planned_s'] for r in stamped], '.1f')} s; the first trial then waited "
+        f"{span([r['first_group_wait_s'] for r in stamped], '.1f')} s for its worker group, which had been "
+        f"starting since planning began. In two fresh processes on the third host, importing torch took "
+        f"{imports['torch']} s, then timm {imports['timm']} s ({imports['torch._dynamo']} s of it "
+        f"torch._dynamo, which timm's torchvision import brings), DeepSpeed {imports['deepspeed']} s and "
+        f"ray.train.torch {imports['ray.train.torch']} s: a worker group's rank imports all four before its "
+        f"first step. Before the launch the command spent "
+        f"{span([r['command_to_launch_s'] for r in stamped], '.1f')} s (Python, imports, the values' checks), "
         f"which no duty cycle counts."
     )

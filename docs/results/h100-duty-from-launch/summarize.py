@@ -41,10 +41,16 @@ def row(run: Path) -> dict:
         "img_s": ";".join(f"{float(t['throughput']):.0f}" for t in trials),
         "compiled": ";".join(t["compiled"] for t in trials),
         "device": json.loads(trials[0]["device_names"])[0],
-        "raysweep_commit": sweep["versions"]["raysweep_commit"][:7],
+        "raysweep_commit": short_commit(sweep["versions"]["raysweep_commit"]),
+        "driver_profiled": (run / "driver.prof").is_file(),  # the sweep's process ran under cProfile
         **phases(run, launched_at),
         "first_group_wait_s": json.loads(trials[0]["setup_breakdown"])["worker_started"],
     }
+
+
+def short_commit(commit: str) -> str:
+    """``1c6ba46``, or ``1c6ba46+dirty`` where the checkout had changes (``sweep.json`` keeps the whole hash)."""
+    return commit[:7] + ("+dirty" if commit.endswith("+dirty") else "")
 
 
 def phases(run: Path, launched_at: float) -> dict:

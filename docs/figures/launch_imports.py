@@ -1,4 +1,4 @@
-"""No torch in the sweep's process before Ray starts: the launch, A/B on the 2-core CPU (cpu-launch-imports)."""
+"""No torch in the sweep's process before Ray starts: the launch, A/B on the CPU and one H100 (launch-torch-import)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ PHASES = (("ray_up_s", "Ray up"), ("planned_s", "planned"), ("first_trial_s", "f
 PHASES += (("first_step_s", "its first step"),)
 
 
-def pairs() -> list[tuple[dict, dict]]:
-    rows = summary("cpu-launch-imports")
+RUNS = {"cpu": "summary.csv", "h100": "summary-h100.csv"}  # figure suffix: the run's summary
+
+
+def pairs(name: str) -> list[tuple[dict, dict]]:
+    rows = summary("launch-torch-import", name)
     return [
         (
             next(r for r in rows if r["pair"] == p and r["arm"] == "base"),
@@ -21,12 +24,11 @@ def pairs() -> list[tuple[dict, dict]]:
     ]
 
 
-@figure("cpu-launch-imports")
-def cpu_launch_imports() -> str:
+def phases_table(name: str) -> str:
     body = []
     for key, label in PHASES:
-        base = [b[key] for b, _ in pairs()]
-        new = [n[key] for _, n in pairs()]
+        base = [b[key] for b, _ in pairs(name)]
+        new = [n[key] for _, n in pairs(name)]
         saved = [b - n for b, n in zip(base, new)]
         body.append(
             [
@@ -45,15 +47,20 @@ def cpu_launch_imports() -> str:
     return table(header, body, "lrrr")
 
 
-@figure("cpu-launch-imports-says")
-def cpu_launch_imports_says() -> str:
-    verdicts = []
+def verdict(name: str) -> str:
+    """Per phase, in how many pairs NEW came earlier; a difference is claimed only where every pair agrees and
+    the two arms' ranges do not overlap (the difference exceeds the spread)."""
+    parts, established = [], []
     for key, label in PHASES:
-        saved = [b[key] - n[key] for b, n in pairs()]
-        agree = all(v > 0 for v in saved) or all(v < 0 for v in saved)
-        verdicts.append(
-            f"{label}: NEW {'earlier' if saved[0] > 0 else 'later'} in every pair"
-            if agree
-            else f"{label}: NEW earlier in {sum(v > 0 for v in saved)} of {len(saved)} pairs"
-        )
-    return f"{'; '.join(verdicts)}. No difference is established unless every pair agrees."
+        base, new = [b[key] for b, _ in pairs(name)], [n[key] for _, n in pairs(name)]
+        earlier = sum(b > n for b, n in zip(base, new))
+        parts.append(f"{label} {earlier} of {len(base)}")
+        if earlier in (0, len(base)) and (min(base) > max(new) or min(new) > max(base)):
+            established.append(label)
+    said = f"established for {', '.join(established)}" if established else "established for no phase"
+    return f"NEW earlier in: {'; '.join(parts)} pairs. A difference beyond both arms' spread: {said}."
+
+
+for suffix, name in RUNS.items():
+    figure(f"launch-torch-import-{suffix}")(lambda name=name: phases_table(name))
+    figure(f"launch-torch-import-{suffix}-says")(lambda name=name: verdict(name))

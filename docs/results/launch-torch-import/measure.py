@@ -1,6 +1,6 @@
 """The launch's phases of one small sweep, two checkouts in alternation (an A/B on one machine).
 
-    python docs/results/cpu-launch-imports/measure.py --base /tmp/base --new . --pairs 5 > summary.csv
+    python docs/results/launch-torch-import/measure.py --base /tmp/base --new . --pairs 5 [-- MORE CLI ARGUMENTS] > summary.csv
 
 Each run is ``python -m raysweep.tune --space batch_grid`` with three tiny trials (``train_samples=256``, micro
 batches 16/32/64) from that checkout, its output stamped line by line as it comes. Per run, counted from the
@@ -28,10 +28,11 @@ SWEEP += ["--epochs", "1", "--repeats", "1", "--no-dashboard", "--no-report"]
 MARKS = {"ray_up_s": "Ray's logs:", "planned_s": "#  num_workers"}
 
 
-def run(checkout: Path, results: Path) -> dict:
-    """One sweep from ``checkout``; its phases in seconds from the command's start."""
-    command = [sys.executable, "-m", "raysweep.tune", *SWEEP, "--results-dir", str(results)]
-    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONUNBUFFERED": "1"}
+def run(checkout: Path, results: Path, extra: list[str]) -> dict:
+    """One sweep from ``checkout`` (``extra``: more CLI arguments); its phases in seconds from the command's start."""
+    command = [sys.executable, "-m", "raysweep.tune", *SWEEP, *extra, "--results-dir", str(results)]
+    path = os.pathsep.join([str(checkout), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
     started = time.time()
     proc = subprocess.Popen(
         [*command, "--name", "s"], cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -58,12 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base", type=Path, required=True, help="the checkout before the change")
     p.add_argument("--new", type=Path, required=True, help="the checkout with it")
     p.add_argument("--pairs", type=int, default=5)
+    p.add_argument("extra", nargs="*", help="after --: more arguments for every sweep (e.g. --model, --set)")
     args = p.parse_args(argv)
     writer = None
     for pair in range(1, args.pairs + 1):
         for arm, checkout in (("base", args.base), ("new", args.new)):
             with tempfile.TemporaryDirectory() as results:
-                row = {"pair": pair, "arm": arm, **run(checkout.resolve(), Path(results))}
+                row = {"pair": pair, "arm": arm, **run(checkout.resolve(), Path(results), args.extra)}
             if writer is None:
                 writer = csv.DictWriter(sys.stdout, fieldnames=list(row), lineterminator="\n")
                 writer.writeheader()

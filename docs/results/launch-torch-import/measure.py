@@ -1,6 +1,6 @@
 """The launch's phases of one small sweep, two checkouts in alternation (an A/B on one machine).
 
-    python docs/results/launch-torch-import/measure.py --base /tmp/base --new . --pairs 5 [-- MORE CLI ARGUMENTS] > summary.csv
+    python docs/results/launch-torch-import/measure.py --base /tmp/base --new . --pairs 5 [-- CLI ARGS] > summary.csv
 
 Each run is ``python -m raysweep.tune --space batch_grid`` with three tiny trials (``train_samples=256``, micro
 batches 16/32/64) from that checkout, its output stamped line by line as it comes. Per run, counted from the

@@ -149,14 +149,14 @@ def test_a_one_rank_zero0_engine_does_not_reduce_its_gradients_and_takes_the_sam
     skipping = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=4)
     reducing = build_engine(params, tiny_vit(), torch.device("cpu"), total_steps=4)
     reducing.ds.enable_backward_allreduce = True  # DeepSpeed's default
-    assert not skipping.reduces and not skipping.ds.enable_backward_allreduce
+    assert not skipping.ds.enable_backward_allreduce
     assert train(skipping, data) == train(reducing, data)
     for ours, theirs in zip(skipping.ds.module.parameters(), reducing.ds.module.parameters()):
         assert torch.equal(ours, theirs)
     # DeepSpeed clips and reduces itself (ZeRO 1-3, its low-precision engines): its reduction stays on
     zero1 = TrialParams.from_dict({"zero_stage": 1, "micro_batch_per_worker": 4}).resolve(cluster_has_gpus=False)
     engine = build_engine(zero1, tiny_vit(), torch.device("cpu"), total_steps=4)
-    assert engine.reduces
+    assert engine.ds.enable_backward_allreduce
     engine.close()
 
 

@@ -65,11 +65,6 @@ class DeepSpeedEngine:
         self.module = self.ds
         self.input_dtype = torch.float32 if params.uses_autocast else DTYPES[params.precision]
 
-    @property
-    def reduces(self) -> bool:
-        """Whether DeepSpeed reduces the gradients at each backward (off for a one-rank ZeRO-0 on our clipping)."""
-        return self.ds.enable_backward_allreduce
-
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.ds(x)
 

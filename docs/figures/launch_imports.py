@@ -6,10 +6,12 @@ import statistics
 
 from . import figure, span, summary, table
 
-PHASES = (("ray_up_s", "Ray up"), ("planned_s", "planned"), ("first_trial_s", "first trial starts"))
-PHASES += (("first_step_s", "its first step"),)
-
-
+PHASES = (
+    ("ray_up_s", "Ray up"),
+    ("planned_s", "planned"),
+    ("first_trial_s", "first trial starts"),
+    ("first_step_s", "its first step"),
+)
 RUNS = {"cpu": "summary.csv", "h100": "summary-h100.csv"}  # figure suffix: the run's summary
 
 

@@ -30,6 +30,12 @@ def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
     figures = result["utilisation"]  # the trials' own FLOP count; a CPU has no spec peak, so no MFU
     assert figures["flops_per_sample"] > 0 and set(figures["mfu"].values()) == {None}
     assert "best hand-written" in proc.stdout and (tmp_path / "bench.md").is_file()
+    # each hand-written variant is reported as it ends, with its range: a run cut short keeps what it measured
+    first = result["plain"][0]
+    assert (
+        f"bench: hand-written eager at micro batch 16: {first['plain_img_s']:.1f} img/s "
+        f"({first['plain_img_s_min']:.1f}-{first['plain_img_s_max']:.1f})"
+    ) in proc.stderr
     assert result["command"].startswith("python -m raysweep.bench --quick")
 
     floor = result["cold_floor"]

@@ -170,8 +170,8 @@ def h100_bench_compile_autotune_says() -> str:
         f". Its warm-up took {span(warmups, '.0f')} s a micro batch. Its lead is {relation} the target's margin "
         f"({100 * margin:.0f}%), and the stack compiled in reduce-overhead ran at "
         f"{span(stack_against_ro, '.3f')}x hand-written reduce-overhead at micro batch {spoken(won_batches)} "
-        f"(summary.csv, summary-256.csv); the stack compiled in {AUTOTUNE} was not timed beside it: in both "
-        f"calls its compile was still running when the call's time ran out."
+        f"(summary.csv, summary-256.csv); the stack compiled in {AUTOTUNE} was not timed beside it: each of "
+        f"those calls ran out of time while the stack compiled."
     )
 
 

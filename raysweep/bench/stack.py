@@ -574,7 +574,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--variants",
         help=f"comma-separated hand-written variants among {','.join(PLAIN_VARIANTS)} (default: all with --compile, "
-        "else eager)",
+        "else eager; max-autotune-no-cudagraphs tunes its kernels for minutes per micro batch on a GPU)",
     )
     p.add_argument("--repeats", type=int, default=3, help="timed windows per measurement (default: %(default)s)")
     p.add_argument(

@@ -328,9 +328,9 @@ def run(args: argparse.Namespace) -> dict:
     if unknown:
         raise SystemExit(f"bench: --variants {','.join(unknown)}: not among {', '.join(PLAIN_VARIANTS)}")
     if args.compile:
-        # the hand-written variants compile into the stack sweep's own compiler caches, so the stack finds the
-        # kernels (max-autotune's choices among them) that the same model and shapes already tuned here
-        # rather than tuning them again: minutes less per batch, and no change to what either one runs
+        # the hand-written variants compile into the stack sweep's own compiler caches, so the stack finds
+        # max-autotune's choices for the matrix shapes already tuned here (cached by shape) rather than
+        # tuning them again: minutes less per batch, and no change to what either one runs
         os.environ.update(compile_cache_env(STACK))
     plain = []
     for b in batches:

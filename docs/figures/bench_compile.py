@@ -163,11 +163,16 @@ def h100_bench_compile_autotune_says() -> str:
             f"; at micro batch {batch} (host {host}) it ran at {run[AUTOTUNE]['img_s'] / run['eager']['img_s']:.2f}x "
             f"eager and {best['what']} stayed the best"
         )
-    warmups = [r[AUTOTUNE]["warmup_s"] for r in runs.values()]
+    tuned = [r[AUTOTUNE] for r in runs.values()]
+    warmups = [r["warmup_s"] for r in tuned]
+    choices = [r["choices_min"] for r in tuned] + [r["choices_max"] for r in tuned]
     margin = 1 - TARGET_RATIO
     relation = "less than" if max(leads) < margin else "at least"
     return text + (
-        f". Its warm-up took {span(warmups, '.0f')} s a micro batch. Its lead is {relation} the target's margin "
+        f". Its warm-up took {span(warmups, '.0f')} s a micro batch, {span([r['tuning_s'] for r in tuned], '.0f')} "
+        f"s of it Inductor's benchmarking of {span(choices, '.0f')} "
+        f"kernel choices for each of {span([r['tuned_ops'] for r in tuned], '.0f')} operations (the step's matrix "
+        f"products and the patch convolution), one at a time. Its lead is {relation} the target's margin "
         f"({100 * margin:.0f}%), and the stack compiled in reduce-overhead ran at "
         f"{span(stack_against_ro, '.3f')}x hand-written reduce-overhead at micro batch {spoken(won_batches)} "
         f"(summary.csv, summary-256.csv); the stack compiled in {AUTOTUNE} was not timed beside it: each of "

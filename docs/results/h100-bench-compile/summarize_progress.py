@@ -6,7 +6,10 @@
 A bench writes ``bench.json`` only at its end; a run stopped at the device call's limit (here while the stack
 compiled) leaves the line it printed as each hand-written variant ended: its median img/s, its range where
 the bench printed one, its warm-up. ``host`` labels the machine a log came from (calls on one machine share
-a label), so that rows compare only within a host.
+a label), so that rows compare only within a host. A max-autotune variant's warm-up includes Inductor's
+benchmarking of its kernel choices, which Inductor logs op by op ("AUTOTUNE op(shapes)", then "... benchmarking
+takes S seconds ... for N choices"); ``tuned_ops``, ``tuning_s`` and ``choices_min``/``choices_max`` sum those
+of the bench's own process (not the stack's workers, whose lines Ray prefixes) since the previous variant.
 """
 
 from __future__ import annotations
@@ -24,9 +27,16 @@ LINE = re.compile(
 )
 
 
+TUNING = re.compile(r"^\w+ AUTOTUNE benchmarking takes (?P<s>[\d.]+) seconds .* for (?P<n>\d+) choices$")
+
+
 def rows(host: str, text: str) -> list[dict]:
     out = []
+    tuned: list[tuple[float, int]] = []  # (seconds, choices) of each op tuned since the last variant ended
     for line in text.splitlines():
+        t = TUNING.match(line)
+        if t:
+            tuned.append((float(t["s"]), int(t["n"])))
         m = LINE.match(line)
         if m:
             out.append(
@@ -38,8 +48,13 @@ def rows(host: str, text: str) -> list[dict]:
                     "img_s_min": m["img_s_min"] or "",
                     "img_s_max": m["img_s_max"] or "",
                     "warmup_s": m["warmup"] or m["warmup_old"],
+                    "tuned_ops": len(tuned),
+                    "tuning_s": f"{sum(s for s, _ in tuned):.1f}",
+                    "choices_min": min((n for _, n in tuned), default=""),
+                    "choices_max": max((n for _, n in tuned), default=""),
                 }
             )
+            tuned = []
     return out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from . import figure, span, summary, table
 
 TARGET_RATIO = 0.97  # issue 39: the stack against the best hand-written variant at every micro batch
@@ -11,6 +13,11 @@ def ranged(row: dict) -> str:
     return f"{row['img_s']:.1f} ({row['img_s_min']:.1f}-{row['img_s_max']:.1f})"
 
 
+def fastest(rows: Iterable[dict]) -> dict:
+    """The row of the highest median img/s (the best hand-written variant among ``rows``)."""
+    return max(rows, key=lambda r: r["img_s"])
+
+
 def by_batch(name: str = "summary.csv") -> list[tuple[int, dict, dict, dict]]:
     """Per micro batch: hand-written eager, the best hand-written variant, and the stack (``name``: which run)."""
     rows = summary("h100-bench-compile", name)
@@ -18,7 +25,7 @@ def by_batch(name: str = "summary.csv") -> list[tuple[int, dict, dict, dict]]:
     for batch in sorted({r["batch"] for r in rows}):
         plain = [r for r in rows if r["batch"] == batch and r["what"] != "stack"]
         (stack,) = [r for r in rows if r["batch"] == batch and r["what"] == "stack"]
-        out.append((batch, next(r for r in plain if r["what"] == "eager"), max(plain, key=lambda r: r["img_s"]), stack))
+        out.append((batch, next(r for r in plain if r["what"] == "eager"), fastest(plain), stack))
     return out
 
 
@@ -128,7 +135,7 @@ def h100_bench_compile_autotune() -> str:
     variants = [v for v in ("eager", "default", "reduce-overhead", AUTOTUNE) if any(v in r for r in runs.values())]
     body = []
     for (host, batch), run in runs.items():
-        best = max(run.values(), key=lambda r: r["img_s"])["what"]
+        best = fastest(run.values())["what"]
         cells = [
             "-" if v not in run else f"{'**' * (v == best)}{run[v]['img_s']:.1f}{'**' * (v == best)}" for v in variants
         ]
@@ -142,7 +149,7 @@ def h100_bench_compile_autotune() -> str:
 def h100_bench_compile_autotune_says() -> str:
     """What the max-autotune runs mean for the stack's target, from summary-autotune.csv and the stack's runs."""
     runs = autotune_runs()
-    won = {key: max(run.values(), key=lambda r: r["img_s"])["what"] == AUTOTUNE for key, run in runs.items()}
+    won = {key: fastest(run.values())["what"] == AUTOTUNE for key, run in runs.items()}
     leads = [run[AUTOTUNE]["img_s"] / run["reduce-overhead"]["img_s"] - 1 for key, run in runs.items() if won[key]]
     lost = [(key, run) for key, run in runs.items() if not won[key]]
     won_batches = sorted({batch for (_, batch), w in won.items() if w})
@@ -158,7 +165,7 @@ def h100_bench_compile_autotune_says() -> str:
         f"{len(leads)} of {len(ran)} runs, {span([100 * v for v in leads], '.1f')}% above reduce-overhead"
     )
     for (host, batch), run in lost:
-        best = max(run.values(), key=lambda r: r["img_s"])
+        best = fastest(run.values())
         text += (
             f"; at micro batch {batch} (host {host}) it ran at {run[AUTOTUNE]['img_s'] / run['eager']['img_s']:.2f}x "
             f"eager and {best['what']} stayed the best"

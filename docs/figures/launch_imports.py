@@ -27,10 +27,10 @@ def pairs(name: str) -> list[tuple[dict, dict]]:
 
 
 def phases_table(name: str) -> str:
-    body = []
+    body, arms = [], pairs(name)
     for key, label in PHASES:
-        base = [b[key] for b, _ in pairs(name)]
-        new = [n[key] for _, n in pairs(name)]
+        base = [b[key] for b, _ in arms]
+        new = [n[key] for _, n in arms]
         saved = [b - n for b, n in zip(base, new)]
         body.append(
             [
@@ -52,9 +52,9 @@ def phases_table(name: str) -> str:
 def verdict(name: str) -> str:
     """Per phase, in how many pairs NEW came earlier; a difference is claimed only where every pair agrees and
     the two arms' ranges do not overlap (the difference exceeds the spread)."""
-    parts, established = [], []
+    parts, established, arms = [], [], pairs(name)
     for key, label in PHASES:
-        base, new = [b[key] for b, _ in pairs(name)], [n[key] for _, n in pairs(name)]
+        base, new = [b[key] for b, _ in arms], [n[key] for _, n in arms]
         earlier = sum(b > n for b, n in zip(base, new))
         parts.append(f"{label} {earlier} of {len(base)}")
         if earlier in (0, len(base)) and (min(base) > max(new) or min(new) > max(base)):

@@ -76,7 +76,7 @@ def test_cpu_and_engines_that_cannot_compile_stay_eager_however_long(values, why
 
 
 def test_without_measurements_the_family_defaults_are_used_and_named():
-    vit_b = DEFAULT_COSTS["vit_base"]
+    vit_b = DEFAULT_COSTS["vit_base"]["default"]
     # ViT-B/16 on an H200: 2691 img/s eager, 3406 compiled, 18.05 s more warm-up
     assert (vit_b.compile_s, vit_b.speedup, 1 / vit_b.sample_s) == pytest.approx((18.05, 3406 / 2691, 2691), rel=1e-3)
     params = gpu(model="vit_base_patch16_224", micro_batch_per_worker=256)
@@ -88,6 +88,29 @@ def test_without_measurements_the_family_defaults_are_used_and_named():
     )
     other = default_cost("deit_small_patch16_224")
     assert other.compile_s == vit_b.compile_s and other.source.startswith("no default for deit_small, so default")
+
+
+def test_max_autotune_pays_only_for_far_longer_trials_by_its_own_default_figures():
+    ma = DEFAULT_COSTS["vit_base"]["max-autotune-no-cudagraphs"]
+    # hand-written ViT-B/16 on an H100 at 256, two hosts' medians: eager 2552.0 img/s and 2.5 s of warm-up,
+    # max-autotune-no-cudagraphs 3297.05 img/s and 339.45 s
+    assert (ma.compile_s, ma.speedup, 1 / ma.sample_s) == pytest.approx((336.95, 3297.05 / 2552.0, 2552.0))
+    params = gpu(model="vit_base_patch16_224", micro_batch_per_worker=256, compile_mode="max-autotune-no-cudagraphs")
+    # a step of 256 saves 256/2552 x (1 - 2552/3297.05) = 0.022668 s: 14865 steps pay 336.95 s, 14864 do not
+    assert not decide_compile(params, planned_steps=14864).compiled
+    long = decide_compile(params, planned_steps=14865)
+    assert long.compiled and long.mode == "max-autotune-no-cudagraphs"
+    assert long.reason.endswith(
+        "(vit_base in max-autotune-no-cudagraphs: hand-written, NVIDIA H100 80GB HBM3, micro batch 256)"
+    )
+    # the default mode's figures would have compiled it fifteen times sooner
+    assert decide_compile(dataclasses.replace(params, compile_mode="default"), planned_steps=1000).compiled
+
+
+def test_a_mode_without_figures_takes_the_default_modes_and_says_so():
+    small = decide_compile(gpu(model="vit_base_patch16_224", micro_batch_per_worker=64), planned_steps=10)
+    assert small.mode == "default"  # eager: not worth it
+    assert "(no reduce-overhead default, so the default mode's: default for vit_base:" in small.reason
 
 
 def test_the_defaults_in_the_code_are_what_the_committed_bench_summary_gives():
@@ -137,6 +160,30 @@ def test_measured_figures_are_the_medians_of_the_sweeps_compiled_and_eager_trial
     assert decide_compile(gpu(precision="fp32"), 201, cost).reason.endswith(
         "(measured: 1 compiled and 2 eager earlier trials of this shape)"
     )
+
+
+def test_measurements_count_only_compiled_trials_of_the_mode_the_trial_would_compile_in():
+    rows = [
+        trial_row(False, 1.0, 1000.0),
+        {**trial_row(True, 301.0, 2000.0), "compile": "true", "compile_mode": "max-autotune-no-cudagraphs"},
+        {**trial_row(True, 11.0, 1500.0), "compile": "auto", "compile_mode": "default"},
+    ]
+    ma = measured_cost(rows, gpu(precision="fp32", compile_mode="max-autotune-no-cudagraphs"))
+    assert (ma.compile_s, ma.speedup) == (300.0, 2.0)
+    default = measured_cost(rows, gpu(precision="fp32"))
+    assert (default.compile_s, default.speedup) == (10.0, 1.5)
+    # at micro batch 64 auto compiles in reduce-overhead: a compile=auto row there ran in it, whatever its
+    # compile_mode says, and a compile=true row in the default mode did not
+    small = [
+        {**row, "micro_batch_per_worker": 64}
+        for row in (
+            trial_row(False, 1.0, 1000.0),
+            {**trial_row(True, 21.0, 3000.0), "compile": "auto", "compile_mode": "default"},
+            {**trial_row(True, 11.0, 1500.0), "compile": "true", "compile_mode": "default"},
+        )
+    ]
+    assert measured_cost(small, gpu(precision="fp32", micro_batch_per_worker=64)).speedup == 3.0
+    assert measured_cost(rows, gpu(precision="fp32", compile_mode="reduce-overhead")) is None
 
 
 def test_measurements_need_a_compiled_and_an_eager_trial():

@@ -6,9 +6,11 @@ times faster than eager.  It pays where its planned steps save more than that:
     planned steps x eager step time x (1 - 1 / speedup)  >  compile seconds
 
 The three figures come from the sweep's own earlier trials of the same model, image size, micro batch and
-precision where both an eager and a compiled one completed (``measured_cost``), else from the defaults per
-model family below, and the reason a trial records names which.  Compiling in ``auto`` picks CUDA graphs
-(``reduce-overhead``) for small micro batches, where a step is bound by kernel launches and Python work.
+precision where both an eager and a compiled one completed, compiled in the mode this trial would compile in
+(``measured_cost``), else from the defaults per model family and mode below, and the reason a trial records
+names which: ``max-autotune-no-cudagraphs`` tunes its kernels for minutes, so it pays only where the other
+modes' compile would pay many times over.  Compiling in ``auto`` picks CUDA graphs (``reduce-overhead``) for
+small micro batches, where a step is bound by kernel launches and Python work.
 """
 
 from __future__ import annotations
@@ -40,26 +42,42 @@ class CompileCost:
         return steps * samples_per_step * self.sample_s * (1 - 1 / self.speedup)
 
 
-# Defaults per model family (the model name's first two words), used where the sweep has measured nothing:
-# generated from a committed bench summary (raysweep/core/compile_defaults.py says which).
-DEFAULT_COSTS: dict[str, CompileCost] = {
-    family: CompileCost(compile_s, speedup, sample_s, source)
-    for family, (compile_s, speedup, sample_s, source) in MEASURED_DEFAULTS.items()
+# Defaults per model family (the model name's first two words) and compile mode, used where the sweep has
+# measured nothing: generated from committed bench summaries (raysweep/core/compile_defaults.py says which).
+DEFAULT_COSTS: dict[str, dict[str, CompileCost]] = {
+    family: {mode: CompileCost(*figures) for mode, figures in modes.items()}
+    for family, modes in MEASURED_DEFAULTS.items()
 }
 # Families without figures of their own take ViT-B/16's: the same blocks, so a similar compile and gain.
 FALLBACK_FAMILY = "vit_base"
+# A mode without figures of its own takes the default mode's: reduce-overhead compiles about as long as the
+# default mode (docs/results/h100-bench-compile/summary-autotune.csv), and its gain at small micro batches
+# is what the sweep's own trials then measure.
+FALLBACK_MODE = "default"
 
 
 def model_family(model: str) -> str:
     return "_".join(model.split("_")[:2])
 
 
-def default_cost(model: str) -> CompileCost:
+def default_cost(model: str, mode: str = FALLBACK_MODE) -> CompileCost:
+    """The default figures for ``model`` compiled in ``mode``, their source saying what stood in for what."""
     family = model_family(model)
-    if family in DEFAULT_COSTS:
-        return DEFAULT_COSTS[family]
-    fallback = DEFAULT_COSTS[FALLBACK_FAMILY]
-    return dataclasses.replace(fallback, source=f"no default for {family}, so {fallback.source}")
+    modes = DEFAULT_COSTS.get(family, DEFAULT_COSTS[FALLBACK_FAMILY])
+    cost = modes.get(mode, modes[FALLBACK_MODE])
+    if mode not in modes:
+        cost = dataclasses.replace(cost, source=f"no {mode} default, so the {FALLBACK_MODE} mode's: {cost.source}")
+    if family not in DEFAULT_COSTS:
+        cost = dataclasses.replace(cost, source=f"no default for {family}, so {cost.source}")
+    return cost
+
+
+def compiled_mode(compile: str, compile_mode: str, micro_batch: int) -> str:
+    """The mode a trial compiles in: as set, but ``auto`` takes CUDA graphs for a launch-bound micro batch
+    where no mode was set."""
+    if compile == "auto" and compile_mode == "default" and micro_batch <= LAUNCH_BOUND_MICRO_BATCH:
+        return "reduce-overhead"
+    return compile_mode
 
 
 @dataclass(frozen=True)
@@ -82,7 +100,8 @@ def decide_compile(params: TrialParams, planned_steps: int, measured: CompileCos
     eager = engine_refusal(params)
     if eager:
         return CompileDecision(False, params.compile_mode, f"auto: eager, {eager}")
-    cost = measured or default_cost(params.model)
+    mode = compiled_mode(params.compile, params.compile_mode, params.effective_micro_batch)
+    cost = measured or default_cost(params.model, mode)
     samples_per_step = params.effective_micro_batch * params.grad_accum_steps
     saving = cost.saving_s(planned_steps, samples_per_step)
     figures = (
@@ -91,11 +110,10 @@ def decide_compile(params: TrialParams, planned_steps: int, measured: CompileCos
     )
     if saving <= cost.compile_s:
         return CompileDecision(False, params.compile_mode, f"auto: eager, {figures}")
-    mode, why_mode = params.compile_mode, ""
-    if mode == "default" and params.effective_micro_batch <= LAUNCH_BOUND_MICRO_BATCH:
-        mode = "reduce-overhead"
+    why_mode = ""
+    if mode != params.compile_mode:
         why_mode = (
-            f" in reduce-overhead (CUDA graphs: micro batch {params.effective_micro_batch} <= "
+            f" in {mode} (CUDA graphs: micro batch {params.effective_micro_batch} <= "
             f"{LAUNCH_BOUND_MICRO_BATCH} is launch-bound)"
         )
     return CompileDecision(True, mode, f"auto: compiled{why_mode}, {figures}")
@@ -116,8 +134,9 @@ def engine_refusal(params: TrialParams) -> str:
 
 def measured_cost(rows: list[dict[str, Any]], params: TrialParams) -> CompileCost | None:
     """The compile's cost and gain from a sweep's trials rows of ``params``' model and shape: completed GPU
-    trials of the same model, image size, micro batch and precision, at least one compiled and one eager
-    (their medians); None where either is missing."""
+    trials of the same model, image size, micro batch and precision, at least one eager and one compiled in
+    the mode ``params`` would compile in (their medians); None where either is missing."""
+    mode = compiled_mode(params.compile, params.compile_mode, params.effective_micro_batch)
     shape = {
         "model": params.model,
         "image_size": params.image_size,
@@ -134,7 +153,7 @@ def measured_cost(rows: list[dict[str, Any]], params: TrialParams) -> CompileCos
         and r.get("warmup_s") is not None
         and r.get("throughput_per_worker")
     ]
-    compiled = [r for r in alike if r["compiled"]]
+    compiled = [r for r in alike if r["compiled"] and row_mode(r) == mode]
     eager = [r for r in alike if not r["compiled"]]
     if not compiled or not eager:
         return None
@@ -148,4 +167,11 @@ def measured_cost(rows: list[dict[str, Any]], params: TrialParams) -> CompileCos
         speedup=median(compiled, "throughput_per_worker") / eager_rate,
         sample_s=1 / eager_rate,
         source=f"measured: {len(compiled)} compiled and {len(eager)} eager earlier trials of this shape",
+    )
+
+
+def row_mode(row: dict[str, Any]) -> str:
+    """The mode a compiled trial's row ran in (the row keeps the ``compile`` and ``compile_mode`` it was given)."""
+    return compiled_mode(
+        str(row.get("compile") or "true"), row.get("compile_mode") or FALLBACK_MODE, row["micro_batch_per_worker"]
     )

@@ -147,7 +147,7 @@ class TrialParams:
         metadata={
             "doc": "when compiling, torch.compile's mode: default | reduce-overhead (CUDA graphs: no per-step "
             "launch and Python work, for small batches; compile=auto's choice at micro batch <= 64) | "
-            "max-autotune-no-cudagraphs (searches kernels)"
+            "max-autotune-no-cudagraphs (searches kernels: minutes of compile per shape on a GPU)"
         },
     )
     slow_ranks: str = field(

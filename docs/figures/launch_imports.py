@@ -1,4 +1,5 @@
-"""No torch in the sweep's process before Ray starts: the launch, A/B on the CPU and one H100 (launch-torch-import)."""
+"""Launch A/Bs of ``launch-torch-import/measure.py``, on the CPU and one H100: no torch in the sweep's process
+before Ray starts (launch-torch-import), and a rank's imports started as its process starts (tried-rank-import)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,19 @@ PHASES = (
     ("planned_s", "planned"),
     ("first_trial_s", "first trial starts"),
     ("first_step_s", "its first step"),
+    ("rank_s", "first trial's start to its first step"),  # the rank's own seconds: what an in-rank change moves
 )
-RUNS = {"cpu": "summary.csv", "h100": "summary-h100.csv"}  # figure suffix: the run's summary
+# figure name: (experiment, the run's summary)
+RUNS = {
+    "launch-torch-import-cpu": ("launch-torch-import", "summary.csv"),
+    "launch-torch-import-h100": ("launch-torch-import", "summary-h100.csv"),
+    "tried-rank-import-cpu": ("tried-rank-import", "summary-cpu.csv"),
+    "tried-rank-import-h100": ("tried-rank-import", "summary-h100.csv"),
+}
 
 
-def pairs(name: str) -> list[tuple[dict, dict]]:
-    rows = summary("launch-torch-import", name)
+def pairs(run: tuple[str, str]) -> list[tuple[dict, dict]]:
+    rows = [{**r, "rank_s": r["first_step_s"] - r["first_trial_s"]} for r in summary(*run)]
     return [
         (
             next(r for r in rows if r["pair"] == p and r["arm"] == "base"),
@@ -26,8 +34,8 @@ def pairs(name: str) -> list[tuple[dict, dict]]:
     ]
 
 
-def phases_table(name: str) -> str:
-    body, arms = [], pairs(name)
+def phases_table(run: tuple[str, str]) -> str:
+    body, arms = [], pairs(run)
     for key, label in PHASES:
         base = [b[key] for b, _ in arms]
         new = [n[key] for _, n in arms]
@@ -41,7 +49,7 @@ def phases_table(name: str) -> str:
             ]
         )
     header = [
-        "seconds from the command's start",
+        "seconds from the command's start (the last row: from the first trial's start)",
         "BASE, median (range)",
         "NEW, median (range)",
         "BASE - NEW, each pair",
@@ -49,10 +57,10 @@ def phases_table(name: str) -> str:
     return table(header, body, "lrrr")
 
 
-def verdict(name: str) -> str:
+def verdict(run: tuple[str, str]) -> str:
     """Per phase, in how many pairs NEW came earlier; a difference is claimed only where every pair agrees and
     the two arms' ranges do not overlap (the difference exceeds the spread)."""
-    parts, established, arms = [], [], pairs(name)
+    parts, established, arms = [], [], pairs(run)
     for key, label in PHASES:
         base, new = [b[key] for b, _ in arms], [n[key] for _, n in arms]
         earlier = sum(b > n for b, n in zip(base, new))
@@ -63,6 +71,6 @@ def verdict(name: str) -> str:
     return f"NEW earlier in: {'; '.join(parts)} pairs. A difference beyond both arms' spread: {said}."
 
 
-for suffix, name in RUNS.items():
-    figure(f"launch-torch-import-{suffix}")(lambda name=name: phases_table(name))
-    figure(f"launch-torch-import-{suffix}-says")(lambda name=name: verdict(name))
+for name, run in RUNS.items():
+    figure(name)(lambda run=run: phases_table(run))
+    figure(f"{name}-says")(lambda run=run: verdict(run))

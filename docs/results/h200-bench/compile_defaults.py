@@ -6,9 +6,10 @@ The default mode's figures are the full stack's own eager and compiled runs in t
 the largest micro batch measured both ways (``run`` = compile): the compile's cost is the compiled trial's
 warm-up less the eager one's, the speed-up is their throughputs' ratio.  max-autotune-no-cudagraphs's are the
 hand-written eager and max-autotune-no-cudagraphs variants of ``h100-bench-compile/summary-autotune.csv`` at
-the largest micro batch measured both ways (the stack compiled in that mode was not timed), the medians of
-its hosts.  ``tests/test_compile_decision.py`` fails when the committed module differs from what this writes,
-so the figures in the code cannot drift from the summaries.
+the largest micro batch measured both ways, the medians of its hosts (the stack compiled in that mode was
+timed only after a hand-written compile had tuned its kernels, so the stack's own cold compile is not known).
+``tests/test_compile_decision.py`` fails when the committed module differs from what this writes, so the
+figures in the code cannot drift from the summaries.
 """
 
 from __future__ import annotations

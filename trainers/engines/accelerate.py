@@ -6,6 +6,12 @@ GradScaler for fp16. The updates are the other engines': gradients synchronised 
 boundary only, clipped at the global norm ``GRAD_CLIP_NORM``, one optimizer and one schedule step per
 boundary. The schedule stays ours (not ``prepare``d): Accelerate's scheduler wrapper steps once per
 process per optimizer step, which would run the schedule ``world_size`` times faster than the others'.
+
+Accelerate's DeepSpeed and FSDP plugins are not offered. Each hands the model to the engine that
+``engine=deepspeed`` or ``engine=fsdp`` already runs, and neither can run where the engines are checked
+against each other, on CPU ranks: Accelerate puts CPU ranks on DDP whatever FSDP plugin it is given (its FSDP
+is for accelerator devices only), and its DeepSpeed plugin imports transformers' ``HfDeepSpeedConfig``, a
+dependency raysweep does not have.
 """
 
 from __future__ import annotations

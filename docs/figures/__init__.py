@@ -113,6 +113,12 @@ def span(values: list[float], fmt: str) -> str:
     return format(low, fmt) if format(low, fmt) == format(high, fmt) else f"{low:{fmt}}-{high:{fmt}}"
 
 
+def spoken(items: list) -> str:
+    """``64, 128 and 256``; ``none`` for no items."""
+    words = [str(i) for i in items]
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else (words[0] if words else "none")
+
+
 def listed(values: list[float], fmt: str) -> str:
     return ", ".join(format(v, fmt) for v in values)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import figure, span, summary, table
+from . import figure, span, spoken, summary, table
 from .bench import bench_rows
 
 TARGET_RATIO = 0.97  # issue 39: the stack against the best hand-written variant at every micro batch
@@ -216,12 +216,6 @@ def compiled_against_4000() -> str:
         f"{short(h200['stack_img_s'])}; on H100 host C the best hand-written variant ({best['what']}) "
         f"{short(best['img_s'])} and the stack compiled in it {short(stack['img_s'])}."
     )
-
-
-def spoken(items: list) -> str:
-    """``64, 128 and 256``; ``none`` for no items."""
-    words = [str(i) for i in items]
-    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else (words[0] if words else "none")
 
 
 @figure("cpu-one-rank-reduce")

@@ -182,7 +182,9 @@ def h100_bench_compile_autotune_says() -> str:
     margin = 1 - TARGET_RATIO
     relation = "less than" if max(leads) < margin else "at least"
     stack_against_ma = [
-        (batch, best, stack) for batch, _, best, stack in by_batch(AUTOTUNE_STACK) if best["what"] == AUTOTUNE
+        (batch, best, stack)
+        for batch, _, best, stack in by_batch(AUTOTUNE_STACK)
+        if best["what"] == stack["compile_mode"] == AUTOTUNE
     ]
     return (
         text

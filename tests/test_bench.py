@@ -124,7 +124,12 @@ def test_the_ratio_is_of_medians_over_every_trial_of_the_batch_and_its_range_pai
     plain = {"batch": 64, "variant": "default", **spread("plain_img_s", [90.0, 100.0, 110.0])}
     eager = {"plain_img_s": 80.0}
     first = {**stack_trial(99.0, 1e9, 4e12, 0.25, compile=True), "epoch_img_s": [95.0, 99.0, 104.5]}
-    later = {**stack_trial(60.0, 1e9, 4e12, 0.2, compile=True), "epoch_img_s": [58.0, 60.0, 61.0], "setup_s": 0.7}
+    later = {
+        **stack_trial(60.0, 1e9, 4e12, 0.2, compile=True),
+        "epoch_img_s": [58.0, 60.0, 61.0],
+        "setup_s": 0.7,
+        "warmup_s": 0.1,
+    }
     row = compare(plain, [first], eager)
     assert row["ratio"] == pytest.approx(99.0 / 100.0)
     assert row["ratio_min"] == pytest.approx(95.0 / 110.0) and row["ratio_max"] == pytest.approx(104.5 / 90.0)
@@ -134,3 +139,5 @@ def test_the_ratio_is_of_medians_over_every_trial_of_the_batch_and_its_range_pai
     assert row["stack_img_s"] == pytest.approx((61.0 + 95.0) / 2) and row["stack_img_s_min"] == 58.0
     assert row["first_img_s"] == 99.0 and row["later_img_s"] == [60.0]
     assert row["setup_s"] == 0.7 and row["mfu"] == 0.2  # the last trial's
+    # the warm-up of both: the batch's first compile of its shape, and the last trial's, which finds the caches
+    assert (row["first_warmup_s"], row["stack_warmup_s"]) == (0.5, 0.1)

@@ -235,8 +235,9 @@ def compare(plain: dict, trials: list[dict], eager: dict) -> dict:
     point): the stack's windows are every epoch of every one of them, so a group's first trial and its later
     ones count alike; ``first_img_s`` and ``later_img_s`` keep them apart (each trial's median epoch). The
     setup, warm-up and utilisation columns are the last trial's (a later trial of the group: its compile is
-    the one that finds the group's caches). Ratios are of medians; ``ratio_min``/``ratio_max`` pair the worst
-    with the best window of each.
+    the one that finds the group's caches); ``first_warmup_s`` is the batch's first trial's (the group's first
+    compile of that shape), so that the two warm-ups show what the caches save. Ratios are of medians;
+    ``ratio_min``/``ratio_max`` pair the worst with the best window of each.
     """
     last = trials[-1]
     per_trial = [t["epoch_img_s"] or [t["throughput"]] for t in trials]
@@ -255,6 +256,7 @@ def compare(plain: dict, trials: list[dict], eager: dict) -> dict:
         "teardown_s": last["teardown_s"],
         "trial_wall_s": last["trial_wall_s"],
         "stack_warmup_s": last["warmup_s"],
+        "first_warmup_s": trials[0]["warmup_s"],
         "flops_per_sample": last["flops_per_sample"],
         "peak_flops": last["peak_flops"],
         "mfu": last["mfu"],
@@ -458,7 +460,7 @@ def image_folder_figures(
 
 def report(result: dict) -> str:
     header = ["batch", "best hand-written", "img/s", "eager img/s", "stack", "stack img/s", "ratio"]
-    header += ["first trial / later img/s", "setup s", "teardown s", "warm-up s"]
+    header += ["first trial / later img/s", "setup s", "teardown s", "warm-up s, first / last trial"]
     body = [
         [
             str(r["batch"]),
@@ -470,7 +472,8 @@ def report(result: dict) -> str:
             f"{r['ratio']:.3f} ({r['ratio_min']:.3f}-{r['ratio_max']:.3f})",
             " / ".join(f"{v:.0f}" for v in [r["first_img_s"], *r["later_img_s"]]),
         ]
-        + [f"{r[k]:.1f}" for k in ("setup_s", "teardown_s", "stack_warmup_s")]
+        + [f"{r[k]:.1f}" for k in ("setup_s", "teardown_s")]
+        + [f"{r['first_warmup_s']:.1f} / {r['stack_warmup_s']:.1f}"]
         for r in result["rows"]
     ]
     lines = [
@@ -478,8 +481,8 @@ def report(result: dict) -> str:
         format_table(header, body),
         f"img/s: median of the timed windows (range): {len(result['rows'][0]['plain_img_s_values'])} a hand-written "
         "variant, every epoch of every trial of the batch for the stack; ratio: stack over the best hand-written "
-        "variant's medians (range: worst window over best, best over worst); setup and warm-up: the batch's last "
-        "trial (a later trial of the group)",
+        "variant's medians (range: worst window over best, best over worst); setup: the batch's last trial (a later "
+        "trial of the group); warm-up: the batch's first trial (the group's first compile of its shape) and its last",
         *pipeline_lines(result["input_pipeline"]),
         *folder_lines(result["image_folder"]),
         *floor_lines(result["cold_floor"], result["setup_against_floor"]),

@@ -24,12 +24,14 @@ def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
         # batch_grid runs each micro batch three times (its repeats), each trial one timed epoch per --repeats
         assert row["variant"] == "eager" and len(row["later_img_s"]) == 2 and len(row["stack_img_s_values"]) == 9
         assert row["stack_img_s_min"] <= row["first_img_s"] <= row["stack_img_s_max"]
+        assert row["first_warmup_s"] > 0 and row["stack_warmup_s"] > 0  # the batch's first trial's and last's
     pipe = result["input_pipeline"]
     assert pipe["pipeline_img_s"] > pipe["model_img_s"] > 0  # the data path outruns the model
     assert 0 <= pipe["data_wait_fraction"] < 1 and pipe["cifar_img_s"] > 0
     figures = result["utilisation"]  # the trials' own FLOP count; a CPU has no spec peak, so no MFU
     assert figures["flops_per_sample"] > 0 and set(figures["mfu"].values()) == {None}
-    assert "best hand-written" in proc.stdout and (tmp_path / "bench.md").is_file()
+    assert "best hand-written" in proc.stdout and "warm-up s, first / last trial" in proc.stdout
+    assert (tmp_path / "bench.md").is_file()
     # each hand-written variant is reported as it ends, with its range: a run cut short keeps what it measured
     first = result["plain"][0]
     assert (

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import shutil
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -26,12 +27,15 @@ import pyarrow as pa
 from raysweep.checks import check_values
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from raysweep.core.paths import shell_path, user_path
 from raysweep.core.schema import check_schema_version
 from raysweep.core.status import is_finished
-from raysweep.core.store import ResultStore, check_name, read_table
+from raysweep.core.store import ResultStore, canonical_key, check_name, read_table
+from raysweep.core.sweep_lock import SweepLock, lock_sweep
+from raysweep.interrupt import resume_command
 from raysweep.max_batch import SearchLimits, configurations, max_batch_path, search_plan
 from raysweep.options import SweepOptions
-from raysweep.plan import local_capacity, plan_trials
+from raysweep.plan import local_capacity, plan_trials, trial_table
 from raysweep.runtime.capacity import Capacity, check_local_fit
 from raysweep.runtime.cluster import check_reachable
 from raysweep.search_config import NO_CHOICES, SearchChoices, check_search
@@ -109,7 +113,7 @@ def run_sweep(
     space's ``repeats``, else 1). ``probe_links`` first times the cluster's collectives (``--probe-links``).
     """
     options = SweepOptions(
-        results_dir=str(results_dir),
+        results_dir=str(user_path(results_dir)),
         name=name,
         address=address,
         max_concurrent_trials=max_concurrent_trials,
@@ -202,7 +206,7 @@ def resolve_space(
         loaded = load_space(str(space))
     else:
         raise UsageError(f"space must be a bundled name, a .yaml path or a mapping, got {type(space).__name__}")
-    return loaded.with_overrides(dict(overrides)).with_search(choices).with_repeats(repeats)
+    return loaded.with_overrides(dict(overrides)).with_paths_resolved().with_search(choices).with_repeats(repeats)
 
 
 @dataclass(frozen=True)
@@ -261,7 +265,7 @@ def run_planned(checked: CheckedSweep) -> SweepResult:
     if not options.address:
         check_local_fit(static)
     made = first_missing(Path(options.results_dir) / sweep)
-    store = prepare_results_dir(options.results_dir, sweep)
+    store, lock = prepare_results_dir(options.results_dir, sweep)
     from raysweep.sweep import run_sweep as run_on_ray
 
     fit_batches = None
@@ -276,6 +280,8 @@ def run_planned(checked: CheckedSweep) -> SweepResult:
         if made is not None and not (store.root / "sweep.json").exists():
             shutil.rmtree(made, ignore_errors=True)  # refused before the sweep began (or a tracker did not start)
         raise
+    finally:
+        lock.release()
     return SweepResult(store.root, report)
 
 
@@ -297,17 +303,65 @@ def resume_sweep(path: str | Path, options: SweepOptions) -> SweepResult:
     store = open_sweep(path)
     # The sweep's trials were clipped to its edges when it started: resuming reuses them, never searches.
     edges = max_batch_path(store)
-    if edges.is_file():
-        print(f"find-max-batch: keeping {edges}; the sweep resumes at the micro batches it was clipped to")
-    elif options.find_max_batch is not None:
+    if not edges.is_file() and options.find_max_batch is not None:
         raise UsageError(
             f"--find-max-batch with --resume: {store.root} has no max_batch table; a resumed sweep keeps the "
             "trials it started with (start a new sweep to search)"
         )
+    lock = lock_sweep(store.root, f"--resume {path}")
+    if edges.is_file():
+        print(f"find-max-batch: keeping {edges}; the sweep resumes at the micro batches it was clipped to")
     from raysweep.sweep import resume_sweep as resume_on_ray
 
-    report = resume_on_ray(options, store)
+    try:
+        report = resume_on_ray(options, store)
+    finally:
+        lock.release()
     return SweepResult(store.root, report)
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """What ``--resume`` would run of an interrupted sweep: nothing started (``--resume DIR --dry-run``)."""
+
+    sweep_dir: Path
+    planned: int  # trials the sweep set out to run
+    with_rows: int  # trials that have a row: they ran and are not run again (failed ones too, unless retried)
+    failed: int  # of those, the failed ones
+    retry_failed: bool  # the failed ones run again
+    left: list[TrialParams] | None  # the trials still to run; None where a searcher proposes them as it goes
+
+    def lines(self) -> list[str]:
+        head = f"sweep {self.sweep_dir.name}: {self.with_rows} of {self.planned} trials have rows"
+        if self.failed:
+            again = "they run again" if self.retry_failed else "kept; --retry-failed runs them again"
+            head += f" ({self.failed} failed: {again})"
+        retried = self.failed if self.retry_failed else 0
+        count = len(self.left) if self.left is not None else self.planned - self.with_rows + retried
+        table = [trial_table(self.left)] if self.left else []
+        return [head, *table, f"{count} trials left to run; dry run: nothing started."]
+
+
+def plan_resume(path: str | Path, retry_failed: bool = False) -> ResumePlan:
+    """What resuming the sweep at ``path`` would run, read from its directory; starts nothing."""
+    store = open_sweep(path)
+    info = store.read_sweep_json()
+    trials = [TrialParams.from_dict(t) for t in info.get("trials", [])]
+    rows = store.read("trials").select(["params_json", "status"]).to_pylist()
+    failed = [r["params_json"] for r in rows if not is_finished(r["status"])]
+    done = Counter(store.finished_params())
+    if retry_failed:
+        done.subtract(canonical_key(p) for p in failed)
+    planned = int(info.get("planned_trials", len(trials)))
+    left = None
+    if planned == len(trials):  # every trial known up front (no adaptive searcher)
+        left = []
+        for trial in trials:
+            if done[trial.key()] > 0:
+                done[trial.key()] -= 1
+            else:
+                left.append(trial)
+    return ResumePlan(store.root, planned, len(rows), len(failed), retry_failed, left)
 
 
 def load_sweep(path: str | Path) -> SweepResult:
@@ -316,7 +370,7 @@ def load_sweep(path: str | Path) -> SweepResult:
     A sweep of an older schema version reads with nulls in the columns it lacks; one of a newer version
     raises ``UsageError`` naming the raysweep it needs.
     """
-    root = Path(path)
+    root = user_path(path)
     if not root.is_dir():
         raise UsageError(f"sweep directory {path} does not exist")
     if not (root / "sweep.json").is_file() and not (root / "trials").is_dir():
@@ -331,7 +385,7 @@ def open_sweep(path: str | Path) -> ResultStore:
     """A sweep directory to resume: it must hold the sweep.json and Tune state a sweep writes."""
     import json
 
-    root = Path(path)
+    root = user_path(path)
     if not root.is_dir():
         raise UsageError(f"--resume {path}: no such directory")
     if not (root / "sweep.json").is_file() or not (root / "_tune").is_dir():
@@ -349,21 +403,28 @@ def open_sweep(path: str | Path) -> ResultStore:
     return ResultStore(root.parent, root.name)
 
 
-def prepare_results_dir(results_dir: str, sweep: str) -> ResultStore:
+def prepare_results_dir(results_dir: str, sweep: str) -> tuple[ResultStore, SweepLock]:
+    """The new sweep's directory, locked by this process: a sweep of that name, running or not, is refused."""
     root = Path(results_dir)
     if root.exists() and not root.is_dir():
-        raise UsageError(f"--results-dir {results_dir} is a file, not a directory")
+        raise UsageError(f"--results-dir {shell_path(results_dir)} is a file, not a directory")
     store = ResultStore(root, sweep)
-    if (store.root / "trials").is_dir() and any((store.root / "trials").glob("*.parquet")):
-        raise UsageError(f"sweep {sweep} already has results in {store.root}; choose another --name")
     try:
         store.root.mkdir(parents=True, exist_ok=True)
         probe = store.root / ".write-test"
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        raise UsageError(f"--results-dir {results_dir} is not writable: {e.strerror}") from None
-    return store
+        raise UsageError(f"--results-dir {shell_path(results_dir)} is not writable: {e.strerror}") from None
+    lock = lock_sweep(store.root, f"sweep {sweep}")  # a sweep of this name running now is refused here
+    has_rows = any((store.root / "trials").glob("*.parquet"))
+    if has_rows or (store.root / "sweep.json").is_file():
+        lock.release()
+        raise UsageError(
+            f"sweep {sweep} already {'has results' if has_rows else 'exists'} in {shell_path(root)}; continue it "
+            f"with {resume_command(store.root)}, or choose another --name"
+        )
+    return store, lock
 
 
 __all__ = ["SearchLimits", "SweepOptions", "SweepResult", "load_sweep", "resume_sweep", "run_sweep"]

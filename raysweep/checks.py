@@ -9,6 +9,7 @@ are not checked here.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from raysweep.core.errors import UsageError
@@ -53,4 +54,6 @@ def check_trial(params: TrialParams, *, local_files: bool = True) -> None:
                 f"data_dir {params.data_dir} is not a directory (add --download to fetch {params.dataset} there)"
             )
         return
+    if not os.access(params.data_dir, os.R_OK | os.X_OK):
+        raise UsageError(f"data_dir {params.data_dir} is not readable by this user, whom the local workers run as")
     check_data_dir(params.dataset, params.data_dir, params.download, params.in_chans)

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from raysweep.core.paths import shell_path
 from raysweep.runtime import cluster
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -77,10 +78,20 @@ class StopRequest:
 STOP = StopRequest()
 
 
+def stop_requested() -> bool:
+    """A Ctrl-C or SIGTERM has asked the sweep to stop."""
+    return STOP.received is not None
+
+
 def resume_line(sweep_dir: Path | None) -> str:
     if sweep_dir is None:
         return "raysweep: interrupted before the sweep began; nothing to resume"
-    return f"raysweep: interrupted; continue with: python -m raysweep.tune --resume {sweep_dir}"
+    return f"raysweep: interrupted; continue with: {resume_command(sweep_dir)}"
+
+
+def resume_command(sweep_dir: Path) -> str:
+    """The command that continues the sweep in ``sweep_dir``, as the user can run it from this directory."""
+    return f"python -m raysweep.tune --resume {shell_path(sweep_dir)}"
 
 
 @contextmanager

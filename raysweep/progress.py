@@ -17,6 +17,7 @@ from typing import TextIO
 
 from ray.tune import Callback
 
+import raysweep.interrupt as interrupt
 from raysweep.core.params import TrialParams
 from raysweep.core.spec import SPEC_KEY, spec_of
 from raysweep.core.status import TrialStatus, trial_outcome
@@ -199,7 +200,7 @@ class ProgressCallback(Callback):
         self.tick(trials)
 
     def on_experiment_end(self, trials, **info):
-        self.event(trials, "sweep finished")
+        self.event(trials, "sweep interrupted" if interrupt.stop_requested() else "sweep finished")
         if self.tty and self.drawn:
             self.write("\n")  # leave the final status line on screen, and the cursor below it
             self.drawn = False

@@ -34,7 +34,8 @@ from typing import Any
 import yaml
 
 from raysweep.core.errors import UsageError
-from raysweep.core.params import TrialParams
+from raysweep.core.params import PATH_PARAMS, TrialParams
+from raysweep.core.paths import user_path
 from raysweep.search_config import SEARCH_KEYS, AxisKinds, SearchChoices, SearchConfig, search_config_from
 
 SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
@@ -99,6 +100,19 @@ class SearchSpace:
         if repeats is None:
             return self
         return dataclasses.replace(self, repeats=check_repeats(repeats, "--repeats"))
+
+    def with_paths_resolved(self) -> SearchSpace:
+        """Every path parameter (``PATH_PARAMS``) made absolute against the working directory, where the user
+        typed it: the ranks run in Ray's own directory, so a relative one would name another folder there."""
+
+        def resolved(value: Any) -> Any:
+            if isinstance(value, list):
+                return [resolved(v) for v in value]
+            return str(user_path(value)) if isinstance(value, str) and value else value
+
+        fixed = {k: resolved(v) if k in PATH_PARAMS else v for k, v in self.fixed.items()}
+        grids = [{k: resolved(v) if k in PATH_PARAMS else v for k, v in g.items()} for g in self.grids]
+        return dataclasses.replace(self, grids=grids, fixed=fixed)
 
     def expand(self, seed: int = 0) -> list[TrialParams]:
         """The trials known before the sweep starts, distributions sampled with a seeded generator, x ``repeats``.

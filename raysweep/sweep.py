@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 import raysweep.interrupt as interrupt
 from raysweep.core.params import TrialParams
+from raysweep.core.paths import shell_path
 from raysweep.core.schema import raysweep_version
 from raysweep.core.spec import TrialSpec
 from raysweep.core.store import ResultStore
@@ -74,8 +76,8 @@ def run_sweep(
                 trials, notes = plan_on_cluster(options, space, groups, fit_batches)
                 for line in [*notes, trial_table(trials), *watch_hints(store.root)]:
                     print(line)
-                store.write_sweep_json(sweep_manifest(options, space, store, trials, notes))
                 total = planned_total(space, trials)
+                store.write_sweep_json(sweep_manifest(options, space, store, trials, notes, total))
                 callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, total)]
                 started = time.time()
                 fit_trials(trials_tuner(options, store, trials, callbacks, space), store)
@@ -100,9 +102,15 @@ def plan_on_cluster(
 
 
 def sweep_manifest(
-    options: SweepOptions, space: SearchSpace, store: ResultStore, trials: list[TrialParams], notes: list[str]
+    options: SweepOptions,
+    space: SearchSpace,
+    store: ResultStore,
+    trials: list[TrialParams],
+    notes: list[str],
+    total: int,
 ) -> dict:
-    """``sweep.json`` as a sweep starts (its ``economy`` is added at the end)."""
+    """``sweep.json`` as a sweep starts (its ``economy`` is added at the end). ``total``: the trials it will run
+    (``trials`` themselves, or for an adaptive search every study's)."""
     return {
         "sweep": store.sweep,
         "sweep_dir": str(store.root.resolve()),  # what its trials' specs name (--resume runs only there)
@@ -112,6 +120,7 @@ def sweep_manifest(
         "versions": versions(),
         "cluster": {"address": options.address or "local", "resources": ray.cluster_resources()},
         "trials": [t.to_dict() for t in trials],
+        "planned_trials": total,
         "notes": notes,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -355,8 +364,15 @@ def print_summary(store: ResultStore, elapsed: float, economy: dict) -> None:
     print()
     print(format_table(columns, rows))
     spent = economy_line(economy)
-    print(f"\n{table.num_rows} trials in {elapsed:.0f} s{'; ' + spent if spent else ''}; results: {store.root}")
-    print(f"  query: duckdb -c \"SELECT * FROM read_parquet('{store.root}/trials/*.parquet')\"")
+    spent = f"; {spent}" if spent else ""
+    print(f"\n{table.num_rows} trials in {elapsed:.0f} s{spent}; results: {shell_path(store.root)}")
+    print(f"  query: {query_hint(store)}")
+
+
+def query_hint(store: ResultStore) -> str:
+    """A query over this sweep's tables that runs as printed (the views are ``raysweep.query``'s)."""
+    results_dir, sweep = shell_path(store.root.parent), shlex.quote(store.sweep)
+    return f'python -m raysweep.query --results-dir {results_dir} --sweep {sweep} "SELECT * FROM trials"'
 
 
 def print_report(store: ResultStore) -> Path | None:
@@ -369,8 +385,8 @@ def print_report(store: ResultStore) -> Path | None:
     except Exception as e:  # the sweep's tables are written already; a report problem must not hide them
         print(f"report not written: {e}")
         return None
-    print(f"report: {path}")
+    print(f"report: {shell_path(path)}")
     html = path.with_name("report.html")
     if html.is_file():
-        print(f"report: {html}")
+        print(f"report: {shell_path(html)}")
     return path

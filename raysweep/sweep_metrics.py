@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+
+from raysweep.core.paths import shell_path
 
 
 @dataclass
@@ -94,7 +98,11 @@ def metrics_urls(nodes: list[dict] | None = None) -> list[str]:
 
 def watch_hints(sweep_root) -> list[str]:
     """Where to watch the sweep besides this terminal (printed once, as it starts)."""
-    lines = [f"TensorBoard: tensorboard --logdir {sweep_root}"]
+    logdir = shell_path(Path(sweep_root) / "tensorboard")
+    if shutil.which("tensorboard"):
+        lines = [f"TensorBoard: tensorboard --logdir {logdir}"]
+    else:  # the event files are written either way; the viewer is the user's to install
+        lines = [f"TensorBoard: pip install tensorboard, then: tensorboard --logdir {logdir}"]
     try:
         urls = metrics_urls()
     except Exception:  # a client connection may not list nodes' ports; the dashboard still works

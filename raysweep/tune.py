@@ -14,12 +14,14 @@ from raysweep.api import (
     check_sweep,
     needs_missing_gpu,
     plan_checked,
+    plan_resume,
     resolve_space,
     resume_sweep,
     run_planned,
 )
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from raysweep.core.paths import user_path
 from raysweep.core.schema import REPORTED_METRICS
 from raysweep.max_batch import SearchLimits
 from raysweep.options import SweepOptions
@@ -204,6 +206,38 @@ def search_limits(args: argparse.Namespace) -> SearchLimits | None:
     return None
 
 
+# Flags that shape a new sweep's trials or where it is written: a resumed sweep keeps its own.
+NEW_SWEEP_ONLY = (
+    "space", "name", "results_dir", "model", "dataset", "data_dir", "download", "epochs", "repeats", "set",
+    "checkpoint_every", "search", "scheduler", "num_samples", "metric", "mode", "probe_links", "find_max_batch",
+)  # fmt: skip
+
+
+def refuse_idle_flags(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """A flag that would do nothing in the mode asked for is a mistake to say, not to ignore."""
+
+    def given(dest: str) -> bool:
+        return getattr(args, dest) != parser.get_default(dest)
+
+    def flag(dest: str) -> str:
+        return "--" + dest.replace("_", "-")
+
+    if args.assume_gpus is not None and not args.dry_run:
+        raise UsageError("--assume-gpus plans for GPUs this machine lacks and only applies with --dry-run")
+    if args.retry_failed and not args.resume:
+        raise UsageError("--retry-failed only applies with --resume SWEEP_DIR")
+    if args.resume:
+        for dest in NEW_SWEEP_ONLY:
+            if given(dest):
+                raise UsageError(
+                    f"{flag(dest)} does not apply with --resume (the sweep keeps its own); drop {flag(dest)}"
+                )
+    if given("dashboard_host") and (args.no_dashboard or args.address):
+        raise UsageError(
+            "--dashboard-host applies to the local Ray's dashboard; drop it with --no-dashboard or --address"
+        )
+
+
 @dataclass(frozen=True)
 class Command:
     """What the command line asks for, beyond how the sweep runs (``SweepOptions``)."""
@@ -222,9 +256,10 @@ class Command:
 
 def parse_command(argv: list[str] | None) -> Command:
     """The flags as typed values: nothing below the CLI sees argparse."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     options = SweepOptions(
-        results_dir=args.results_dir,
+        results_dir=str(user_path(args.results_dir)),
         name=args.name,
         address=args.address,
         max_concurrent_trials=args.max_concurrent_trials,
@@ -240,10 +275,7 @@ def parse_command(argv: list[str] | None) -> Command:
         command=tuple(sys.argv[:1] + list(argv if argv is not None else sys.argv[1:])),
         find_max_batch=search_limits(args),
     )
-    if args.retry_failed and not args.resume:
-        raise UsageError("--retry-failed only applies with --resume SWEEP_DIR")
-    if args.resume and args.space:
-        raise UsageError("--resume continues a sweep with its own space; drop --space")
+    refuse_idle_flags(args, parser)
     return Command(
         options=options,
         space=args.space,
@@ -276,6 +308,10 @@ def run(command: Command) -> int:
     if command.list_params:
         for f in TrialParams.__dataclass_fields__.values():
             print(f"{f.name:24s} default {f.default!r:24s} {f.metadata.get('doc', '')}")
+        return 0
+    if command.resume and command.dry_run:
+        for line in plan_resume(command.resume, options.retry_failed).lines():
+            print(line)
         return 0
     if command.resume:
         return 0 if resume_sweep(command.resume, options).all_completed else 1

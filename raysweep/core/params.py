@@ -26,6 +26,8 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
 LR_SCHEDULES = ("constant", "cosine")
 DECODERS = ("auto", "cpu", "gpu")
 PREPARES = ("auto", "off", "pixels")
+# Parameters that name a path: resolved in the driver against the caller's working directory.
+PATH_PARAMS = ("data_dir",)
 AMPS = ("auto", "autocast", "deepspeed")
 DATA_SCALINGS = ("fixed", "per_worker")
 ZERO_STAGES = (0, 1, 2, 3)

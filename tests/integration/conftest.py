@@ -27,13 +27,15 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.integration)
 
 
-def run_cli(*args: str, timeout: int = 600, module: str = "raysweep.tune") -> subprocess.CompletedProcess:
-    """``python -m raysweep.tune ARGS`` as a user runs it; output kept for the assertion message."""
+def run_cli(
+    *args: str, timeout: int = 600, module: str = "raysweep.tune", cwd: Path = REPO
+) -> subprocess.CompletedProcess:
+    """``python -m raysweep.tune ARGS`` as a user runs it, from ``cwd``; output kept for the assertion message."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("RAY_ADDRESS", None)
     return subprocess.run(
         [sys.executable, "-m", module, *args],
-        cwd=REPO,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -52,14 +54,14 @@ def table(sweep_dir: Path, name: str) -> pa.Table:
 class Run:
     """``python -m raysweep.tune ARGS`` in a session of its own, with the processes it started while it ran."""
 
-    def __init__(self, tmp_path: Path, *args: str):
+    def __init__(self, tmp_path: Path, *args: str, cwd: Path = REPO):
         self.log = tmp_path / f"cli-{time.monotonic_ns()}.log"
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("RAY_ADDRESS", None)
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "raysweep.tune", *args],
-                cwd=REPO,
+                cwd=cwd,
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

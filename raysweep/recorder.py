@@ -6,6 +6,7 @@ CLI's process, so the tables land where the user asked, whatever the cluster.
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,14 +30,34 @@ from raysweep.core.schema import (
 from raysweep.core.spec import spec_of
 from raysweep.core.status import TrialStatus, trial_outcome
 from raysweep.core.store import ResultStore
-from raysweep.runtime.failures import find_error
+from raysweep.runtime.failures import chain, find_error
 
 
-def error_summary(text: str) -> str:
-    """The last meaningful line of the trial's error file (the exception), or a fallback."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+def error_summary(text: str, error: BaseException | None = None) -> str:
+    """``Type: message`` of the exception a rank raised (``underlying``), else the last line of the trial's
+    error file that names an exception (Ray's own headers, as ``[Rank 0 Error Snippet]:``, skipped)."""
+    cause = underlying(error)
+    if cause is not None:
+        return f"{type(cause).__name__}: {first_line(cause)}"[:2000]
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not RAY_HEADER.match(line.strip())]
     causes = [line for line in lines if "Error" in line or "Exception" in line]
     return (causes[-1] if causes else lines[-1] if lines else "trial failed without an error message")[:2000]
+
+
+# Lines Ray adds around a rank's traceback: they name no error of their own.
+RAY_HEADER = re.compile(r"^\[Rank \d+ Error Snippet\]:?$|^Traceback \(most recent call last\):$")
+
+
+def underlying(error: BaseException | None) -> BaseException | None:
+    """The outermost exception in ``error``'s chain that is not one of Ray's wrappers: the one a rank raised
+    (the exceptions it was raised while handling come after it)."""
+    own = [e for e in chain(error) if not type(e).__module__.startswith("ray.")]
+    return own[0] if own else None
+
+
+def first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else "(no message)"
 
 
 def error_text(trial) -> str:
@@ -113,10 +134,10 @@ class ResultTablesCallback(Callback):
             self.write_trial(trial, trial_outcome(result), None)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        text = error_text(trial)
+        text, error = error_text(trial), raised(trial)
         status = trial_outcome({}, text)
-        peak = peak_memory_of(raised(trial)) if status is TrialStatus.OOM else None
-        self.write_trial(trial, status, error_summary(text), peak_mem_gib=peak)
+        peak = peak_memory_of(error) if status is TrialStatus.OOM else None
+        self.write_trial(trial, status, error_summary(text, error), peak_mem_gib=peak)
 
     def kept(self, trial_id: str) -> bool:
         """A completed or stopped row is final: a resumed sweep may start a trial Tune had not yet saved as done."""

@@ -130,3 +130,33 @@ def test_an_out_of_memory_error_writes_an_oom_row_with_the_typed_errors_peak(tmp
     ResultTablesCallback(store).on_trial_error(0, [], t)
     (row,) = store.read("trials").to_pylist()
     assert row["status"] == "oom" and row["peak_mem_gib"] == 2.5 and "OutOfMemoryError" in row["error"]
+
+
+def test_the_error_column_names_the_ranks_own_exception_not_rays_wrappers(tmp_path):
+    try:
+        try:
+            raise KeyError("cls")
+        except KeyError:
+            raise ValueError("arrays: /data/arr8 has no train/ folder\nmore detail") from None
+    except ValueError as e:
+        raised_on_rank = e
+    worker = UserExceptionWithTraceback(raised_on_rank, traceback_str="Traceback ...")
+    driver = RayTaskError("train_driver_fn", "Traceback ...", WorkerGroupError("rank 0 failed", {0: worker}))
+    store = ResultStore(tmp_path, "s")
+    error, pickled = tmp_path / "error.txt", tmp_path / "error.pkl"
+    error.write_text("Traceback ...\n[Rank 0 Error Snippet]:\n")
+    pickled.write_bytes(pickle.dumps(driver))
+    t = types.SimpleNamespace(
+        trial_id="t1", config=tune_config(TrialParams()), error_file=str(error), pickled_error_file=str(pickled)
+    )
+    ResultTablesCallback(store).on_trial_error(0, [], t)
+    (row,) = store.read("trials").to_pylist()
+    assert row["error"] == "ValueError: arrays: /data/arr8 has no train/ folder"
+
+
+def test_without_the_exception_the_error_column_skips_rays_snippet_header():
+    from raysweep.recorder import error_summary
+
+    assert error_summary(
+        "Traceback (most recent call last):\n  ...\nRuntimeError: boom\n[Rank 0 Error Snippet]:\n"
+    ) == ("RuntimeError: boom")

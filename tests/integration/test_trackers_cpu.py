@@ -65,4 +65,4 @@ def test_the_summary_is_the_last_thing_printed_and_no_profiler_line_reaches_the_
     assert leaked == [], leaked
     tail = [line for line in lines if line.strip()][-2:]
     assert tail[0].startswith("2 trials in ") and f"results: {root}" in tail[0], lines[-20:]
-    assert tail[1].startswith("  query: duckdb"), lines[-20:]
+    assert tail[1].startswith("  query: python -m raysweep.query"), lines[-20:]

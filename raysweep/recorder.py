@@ -149,7 +149,8 @@ class ResultTablesCallback(Callback):
         tid = trial.trial_id
         if self.kept(tid):
             return
-        params = spec_of(trial.config).params
+        spec = spec_of(trial.config)
+        params = spec.params
         last = self.last_result.get(tid, {})
         report = from_metrics(TrialReport, last[TRIAL_KEY]) if TRIAL_KEY in last else TrialReport()
         ranks = rank_reports(last)
@@ -166,6 +167,7 @@ class ResultTablesCallback(Callback):
             teardown_s=now - self.last_report[tid] if tid in self.last_report else None,
             trial_wall_s=now - started,
             params_json=params.key(),
+            run_order=spec.index if spec.index >= 0 else None,
             started_at=datetime.fromtimestamp(started, timezone.utc),
             finished_at=datetime.fromtimestamp(now, timezone.utc),
         )

@@ -124,7 +124,10 @@ class SearchSpace:
         Repeat r of a trial is the same parameters with ``repeat=r`` and ``seed`` + r: another initialisation
         and data order, so a difference between points is measured against run-to-run spread, not one draw.
         The repeats run in rounds (every trial once, then again), so a drift in the machine's speed over the
-        sweep falls on every point alike rather than on the points that happen to run last.
+        sweep falls on every point alike rather than on the points that happen to run last; with more than
+        one round, each round's trials run in an order of their own drawn from ``seed``, so a point's place in
+        the sweep (warm caches, the machine's load) is not tied to its parameters, as the report's test of
+        the repeats assumes.
         """
         rng = random.Random(seed)
         if self.search.search == "random":
@@ -139,11 +142,14 @@ class SearchSpace:
                     for _ in range(samples):
                         chosen = {n: sample(v, rng) if isinstance(v, dict) else v for n, v in zip(names, point)}
                         trials.append(TrialParams.from_dict({**self.fixed, **chosen}))
-        return [
-            dataclasses.replace(trial, seed=trial.seed + repeat, repeat=repeat)
-            for repeat in range(self.repeats)
-            for trial in trials
-        ]
+        order = random.Random(f"run order {seed}")
+        planned = []
+        for repeat in range(self.repeats):
+            round_ = [dataclasses.replace(trial, seed=trial.seed + repeat, repeat=repeat) for trial in trials]
+            if self.repeats > 1:
+                order.shuffle(round_)
+            planned += round_
+        return planned
 
     def draw(self, rng: random.Random) -> TrialParams:
         """One trial of a random search: a grid at random, then every axis of it drawn."""

@@ -78,8 +78,10 @@ def test_dry_run_of_batch_grid_prints_five_cpu_trials_three_times_and_creates_no
     code, out, err = run_cli(capsys, "--space", "batch_grid", "--dry-run", "--results-dir", str(results))
     assert code == 0, err
     rows = table_rows(out)
-    assert [r["micro_batch_per_worker"] for r in rows] == ["16", "32", "64", "128", "256"] * 3
     assert [r["repeat"] for r in rows] == [str(k) for k in range(3) for _ in range(5)]
+    rounds = [[int(r["micro_batch_per_worker"]) for r in rows if r["repeat"] == str(k)] for k in range(3)]
+    assert [sorted(r) for r in rounds] == [[16, 32, 64, 128, 256]] * 3
+    assert rounds != [[16, 32, 64, 128, 256]] * 3, "each round runs in a seeded random order"
     assert {(r["device"], r["precision"], r["num_workers"]) for r in rows} == {("cpu", "fp32", "1")}
     assert "15 trials; dry run: nothing started." in out
     assert not results.exists()

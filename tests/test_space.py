@@ -49,7 +49,8 @@ def test_list_spaces_names_every_bundled_file_with_its_description():
 
 def test_batch_grid_is_five_micro_batches_on_one_worker_three_times():
     trials = load_space("batch_grid").expand()
-    assert [t.micro_batch_per_worker for t in trials] == [16, 32, 64, 128, 256] * 3
+    rounds = [[t.micro_batch_per_worker for t in trials if t.repeat == k] for k in range(3)]
+    assert [sorted(r) for r in rounds] == [[16, 32, 64, 128, 256]] * 3
     assert {t.num_workers for t in trials} == {1}
 
 
@@ -92,14 +93,21 @@ def test_the_spaces_of_the_papers_findings_repeat_every_point_three_times(name):
 
 def test_repeats_run_in_rounds_each_with_its_own_seed_and_index():
     trials = space("axes: {num_workers: [1, 2]}\nfixed: {seed: 7}\nrepeats: 3").expand()
-    assert [(t.num_workers, t.seed, t.repeat) for t in trials] == [
-        (1, 7, 0),
-        (2, 7, 0),
-        (1, 8, 1),
-        (2, 8, 1),
-        (1, 9, 2),
-        (2, 9, 2),
+    assert [t.repeat for t in trials] == [0, 0, 1, 1, 2, 2]
+    assert [sorted((t.num_workers, t.seed) for t in trials if t.repeat == r) for r in range(3)] == [
+        [(1, 7), (2, 7)],
+        [(1, 8), (2, 8)],
+        [(1, 9), (2, 9)],
     ]
+
+
+def test_each_round_of_repeats_runs_in_a_seeded_random_order_and_one_round_in_the_grids():
+    grid = "axes: {micro_batch_per_worker: [16, 32, 64, 128, 256]}\n"
+    orders = [[t.micro_batch_per_worker for t in space(grid + "repeats: 4").expand()] for _ in range(2)]
+    assert orders[0] == orders[1], "the order is drawn from the seed: the same every time"
+    rounds = [tuple(orders[0][5 * k : 5 * k + 5]) for k in range(4)]
+    assert len(set(rounds)) > 1 and any(r != (16, 32, 64, 128, 256) for r in rounds)
+    assert [t.micro_batch_per_worker for t in space(grid).expand()] == [16, 32, 64, 128, 256]
 
 
 def test_repeats_from_the_command_line_replace_the_spaces_and_none_keeps_them():

@@ -147,6 +147,10 @@ class TrialRecord:
     teardown_s: float | None = column("sweep clock: the trial's last report to its end")
     trial_wall_s: float | None = column("sweep clock: trial start to end, everything included")
     params_json: str | None = column("every trial parameter, as JSON")
+    run_order: int | None = column(
+        "the trial's place in the sweep's planned order (with repeats, each round's points in a seeded random order)",
+        arrow="int32",
+    )
     started_at: datetime | None = column("UTC time Tune started the trial")
     finished_at: datetime | None = column("UTC time the trial ended")
 

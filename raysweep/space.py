@@ -28,6 +28,7 @@ import itertools
 import random
 import re
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from raysweep.core.params import PATH_PARAMS, TrialParams
 from raysweep.core.paths import user_path
 from raysweep.search_config import SEARCH_KEYS, AxisKinds, SearchChoices, SearchConfig, search_config_from
 
-SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
+SPACES_DIR = Path(str(resources.files("search_spaces")))
 DISTRIBUTIONS = {"uniform": 2, "loguniform": 2, "randint": 2, "choice": 1}
 SPACE_KEYS = {"description", "axes", "fixed", "num_samples", "repeats", "requires", "drop_unfit", *SEARCH_KEYS}
 

@@ -1,0 +1,39 @@
+"""What a wheel of raysweep carries: the bundled spaces as package data of ``search_spaces``, so an installed
+raysweep finds them from any directory (``raysweep.space.SPACES_DIR`` reads them with importlib.resources)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from raysweep.space import SPACES_DIR
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_wheel_ships_every_bundled_space_inside_the_search_spaces_package(tmp_path):
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("raysweep-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "search_spaces/__init__.py" in names
+    bundled = {f"search_spaces/{p.name}" for p in SPACES_DIR.glob("*.yaml")}
+    assert len(bundled) > 10 and bundled <= names
+    assert not any(n.startswith("../") or "/../" in n for n in names)

@@ -8,7 +8,7 @@ import pandas as pd
 
 from analysis.batch import KNEE_FRACTION
 from analysis.compute import SweepAnalysis
-from analysis.evidence import RULE
+from analysis.evidence import RULE, Family
 from analysis.findings import answer, headlines, left_out_sentence
 from analysis.groups import COMPARISONS
 from analysis.paper import paper_beside_us
@@ -25,8 +25,8 @@ TOP_ROWS = 15  # longer per-trial tables are cut here; scaling.parquet has every
 def build_report(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     blocks: list[Block] = [Heading(f"Sweep {analysis.data.name}: scaling and batch-size report", 1)]
     blocks += summary_section(analysis, plots)
-    blocks += scaling_section(analysis.strong, plots)
-    blocks += scaling_section(analysis.weak, plots)
+    blocks += scaling_section(analysis.strong, plots, analysis.family)
+    blocks += scaling_section(analysis.weak, plots, analysis.family)
     blocks += batch_section(analysis, plots)
     blocks += tuned_section(analysis, plots)
     blocks += comm_section(analysis, plots)
@@ -73,7 +73,7 @@ def summary_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         )
     blocks += [
         Bullets(headlines(analysis) or ["No finding: the figures below hold no difference worth naming."]),
-        Paragraph(f"**Rule:** {RULE}."),
+        Paragraph(f"**Rule:** {RULE}. **Comparisons:** {analysis.family.sentence()}."),
     ]
     headline = headline_plot(plots)
     if headline:
@@ -157,7 +157,7 @@ def fit_cells(result: ScalingResult) -> list[str]:
     return [f"no fit (< {MIN_FIT_WORKER_COUNTS} worker counts)", "—", "—", "—", "—"]
 
 
-def scaling_section(results: list[ScalingResult], plots: Plots) -> list[Block]:
+def scaling_section(results: list[ScalingResult], plots: Plots, family: Family) -> list[Block]:
     """Strong or weak scaling, one piece: the definitions, the fits, the verdicts and the per-trial rows."""
     if not results:
         return []
@@ -175,7 +175,10 @@ def scaling_section(results: list[ScalingResult], plots: Plots) -> list[Block]:
     blocks.append(
         Table(
             ["group", "base workers", "worker counts", "fit", "parameters", "RMS residual", "dof", "bound", "rule"],
-            [[r.group.id, str(r.base_workers), str(r.worker_counts), *fit_cells(r), rule_cell(r)] for r in results],
+            [
+                [r.group.id, str(r.base_workers), str(r.worker_counts), *fit_cells(r), rule_cell(r, family)]
+                for r in results
+            ],
         )
     )
     rows = pd.concat([r.rows.assign(group=r.group.id) for r in results], ignore_index=True)
@@ -184,10 +187,10 @@ def scaling_section(results: list[ScalingResult], plots: Plots) -> list[Block]:
     return blocks + [rounded(rows, ("efficiency",)), *note, *detail_images(plots, *SCALING_FIGURES[kind])]
 
 
-def rule_cell(result: ScalingResult) -> str:
+def rule_cell(result: ScalingResult, family: Family) -> str:
     verdict = result.faster() if result.kind == "strong" else result.per_worker_kept()
     what = "faster than the base" if result.kind == "strong" else "less per worker than the base"
-    return f"{what}: {verdict.sentence()}"
+    return f"{what}: {verdict.sentence(family)}"
 
 
 def batch_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
@@ -263,7 +266,7 @@ def tuned_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         blocks += [
             Paragraph(f"The best trial of each search ({result.group.id}):"),
             rounded(result.best, ("val_accuracy",)),
-            Paragraph(result.finding()),
+            Paragraph(result.finding(analysis.family)),
         ]
     return blocks + detail_images(plots, "tuned_accuracy")
 

@@ -1008,6 +1008,23 @@ def test_exposed_communication_is_claimed_against_the_spread_of_both_step_times(
     assert finding.startswith("Communication: no multi-rank step is established slower")
 
 
+def test_the_report_counts_its_comparisons_and_marks_a_claim_that_does_not_pass_holm(tmp_path):
+    # two comparisons: the weak-scaling rate per worker (all equal, p = 1) and the exposed communication (every
+    # 2-rank step above every 1-rank one, p = 0.1); Holm over the two asks 0.1 / 2 of the smaller p: none holds
+    sweep = comm_repeats_sweep(tmp_path, [100, 101, 99], [120, 119, 122])
+    text = analyze(sweep).read_text(encoding="utf-8")
+    assert (
+        "1 of 1 multi-rank configuration(s) established slower); established (3 vs 3 repeat(s), p = 0.1) "
+        "(per comparison only; not after Holm over 2 comparisons)." in text
+    )
+    assert (
+        "**Comparisons:** 2 comparison(s) in this report; 1 difference(s) established per comparison, 0 after "
+        "Holm's procedure over the 2 (family-wise level 0.1)." in text
+    )
+    summary = json.loads((sweep / "report" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["comparisons"] == {"count": 2, "established": 1, "established_after_holm": 0}
+
+
 def test_a_straggler_is_claimed_against_the_other_ranks_over_the_repeats(tmp_path):
     store = ResultStore(tmp_path, "slow")
     for seed, (slow, other) in enumerate([(130.0, 100.0), (128.0, 101.0), (133.0, 99.0)]):

@@ -53,9 +53,11 @@ def answer(analysis: SweepAnalysis) -> str:
         )
         if batch.knee.micro_batch_per_worker == peak.micro_batch_per_worker:
             return f"Throughput per worker is highest at micro batch {peak.micro_batch_per_worker:g}: {gain}."
+        share = batch.knee.throughput_per_worker / peak.throughput_per_worker
         return (
-            f"Micro batch {batch.knee.micro_batch_per_worker:g} reaches {KNEE_FRACTION:.0%} of the best throughput "
-            f"per worker; the best, at micro batch {peak.micro_batch_per_worker:g}, is {gain}."
+            f"Micro batch {batch.knee.micro_batch_per_worker:g} reaches {share:.0%} of the best throughput per worker "
+            f"(the knee: the smallest reaching {KNEE_FRACTION:.0%}); the best, at micro batch "
+            f"{peak.micro_batch_per_worker:g}, is {gain}."
         )
     tuned = next((r.answer(analysis.family) for r in analysis.tuned if r.answer() is not None), None)
     if tuned is not None:

@@ -10,7 +10,7 @@ from analysis.batch import KNEE_FRACTION
 from analysis.compute import SweepAnalysis
 from analysis.evidence import RULE, Family
 from analysis.findings import answer, headlines, left_out_sentence
-from analysis.groups import COMPARISONS
+from analysis.groups import COMPARISONS, trial_params
 from analysis.paper import paper_beside_us
 from analysis.plots import HEADLINES, Plots
 from analysis.prediction_section import PREDICTED_FIGURE, prediction_section
@@ -401,6 +401,18 @@ def sequence_parallel_section(analysis: SweepAnalysis) -> list[Block]:
     ]
 
 
+def cpu_duty_ceiling(trials: pd.DataFrame, devices: float | None) -> tuple[float, int, float] | None:
+    """The duty cycle one trial at a time can reach on a CPU-only cluster, ranks x CPUs per rank / CPUs, for the
+    trial holding the most CPUs (with its ranks and CPUs per rank); None where a trial ran on GPUs."""
+    if not devices or trials.empty or "device" not in trials or (trials["device"] != "cpu").any():
+        return None
+    held = [
+        (int(row["num_workers"]), float(trial_params(row).get("cpus_per_worker", 1.0))) for _, row in trials.iterrows()
+    ]
+    ranks, cpus = max(held, key=lambda h: h[0] * h[1])
+    return min(1.0, ranks * cpus / devices), ranks, cpus
+
+
 def economy_section(analysis: SweepAnalysis) -> list[Block]:
     economy = analysis.data.manifest.get("economy")
     if not isinstance(economy, dict) or economy.get("duty_cycle") is None:
@@ -413,6 +425,13 @@ def economy_section(analysis: SweepAnalysis) -> list[Block]:
     from_launch = economy.get("duty_cycle_from_launch")
     if from_launch is not None:
         text += f"; {from_launch:.0%} from the sweep's launch ({economy['launch_wall_s']:.4g} s)"
+    ceiling = cpu_duty_ceiling(analysis.data.trials, economy.get("devices"))
+    if ceiling is not None:
+        share, ranks, cpus = ceiling
+        text += (
+            f"; on this CPU-only cluster a trial holds ranks × CPUs per rank of the CPUs ({ranks} × {cpus:g} of "
+            f"{economy['devices']:g}), so trials run one at a time reach at most {share:.0%}"
+        )
     if setup is not None:
         text += f"; median trial setup {setup:.3g} s"
     later = economy.get("median_later_setup_s")

@@ -199,7 +199,8 @@ def test_knee_is_the_smallest_batch_within_ninety_percent_of_peak(tmp_path):
     assert result.knee.micro_batch_per_worker == 64
     assert result.peak.micro_batch_per_worker == 128
     assert "micro batch 64 (global batch 64): 95% of peak throughput per worker" in result.recommendation
-    assert "50% of the peak-throughput batch's memory (4 of 8 GiB)" in result.recommendation
+    # the fixture's ranks ran on CPUs, where peak_mem_gib is the process's resident memory
+    assert "50% of the peak-throughput batch's process (resident) memory (4 of 8 GiB)" in result.recommendation
     assert knee_index(pd.Series([10.0, 9.0, 8.0])) == 0
     assert knee_index(pd.Series([1.0, 8.9, 9.0, 10.0])) == 2
 
@@ -703,6 +704,13 @@ def test_grouping_key_is_every_parameter_but_seed_and_the_swept_ones(tmp_path):
     assert points.loc[32, "trials"] == 2
 
 
+def test_memory_is_named_for_what_the_ranks_measured(tmp_path):
+    (result,) = compute(load_sweep(batch_sweep(tmp_path))).batch
+    assert result.memory == "process (resident) memory"
+    result.rows = result.rows.assign(device="gpu")
+    assert result.memory == "GPU memory" and "batch's GPU memory (4 of 8 GiB)" in result.recommendation
+
+
 def test_a_knee_inside_the_repeats_spread_is_not_claimed(tmp_path):
     store = ResultStore(tmp_path, "noisy")
     for tid, mb, seed, rate in (
@@ -877,6 +885,19 @@ def test_energy_max_batch_economy_and_sequence_parallel_are_reported_when_presen
     assert "| mfu |" in text or "mfu" in text.split("## Trials")[1]
 
 
+def test_the_duty_cycle_on_cpus_states_the_ceiling_of_one_trial_at_a_time(tmp_path):
+    # 1-rank trials of 1 CPU (the default cpus_per_worker) on a 2-CPU machine hold half of it: 1 x 1 / 2
+    sweep = batch_sweep(tmp_path)
+    economy = {"wall_s": 100.0, "duty_cycle": 0.4, "devices": 2}
+    (sweep / "sweep.json").write_text(json.dumps({"economy": economy}), encoding="utf-8")
+    text = analyze(sweep).read_text(encoding="utf-8")
+    assert (
+        "Duty cycle 40%: timed rank-seconds over the sweep's wall time (100 s) × 2 device(s); on this CPU-only "
+        "cluster a trial holds ranks × CPUs per rank of the CPUs (1 × 1 of 2), so trials run one at a time reach "
+        "at most 50%." in text
+    )
+
+
 def test_searched_configurations_are_labelled_by_what_differs_or_by_their_identity():
     one = {"model": "vit_b", "image_size": 224, "precision": "bf16", "engine": "deepspeed", "zero_stage": 0, "lr": 0.1}
     assert configuration_labels([one]) == ["model=vit_b image_size=224 precision=bf16 engine=deepspeed zero_stage=0"]
@@ -908,6 +929,9 @@ def test_first_screen_answers_in_one_sentence_then_says_what_was_measured(tmp_pa
     first_screen = text[: text.index("## Summary")]
     assert first_screen.index("**Question:** which batch") < first_screen.index("**Answer:** Micro batch 64 reaches")
     assert first_screen.index("**Answer:**") < first_screen.index("| what was measured |")
+    # the knee's own share of the best (950 of 1000), not the threshold it passes, as the summary says it
+    assert "**Answer:** Micro batch 64 reaches 95% of the best throughput per worker (the knee: the smallest " in text
+    assert "(global batch 64): 95% of peak throughput per worker" in text
     for fact in (
         "| model | vit_micro_patch4_32 (parameter count not recorded) |",
         "| data | digits; 4096 training samples an epoch |",

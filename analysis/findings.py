@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.accuracy import accuracy_points, fastest_verdict
 from analysis.batch import KNEE_FRACTION
 from analysis.communication import exposed_by_configuration
 from analysis.compute import MIN_TIMED_STEPS, SweepAnalysis
 from analysis.evidence import Family
-from analysis.groups import trial_labels
 from analysis.scaling import MIN_FIT_WORKER_COUNTS, ScalingResult
 from analysis.stragglers import stragglers_by_configuration
 
@@ -192,13 +192,21 @@ def accuracy_finding(analysis: SweepAnalysis) -> str | None:
     missed = len(trials) - len(reached)
     if reached.empty:
         return f"Time to accuracy: no trial reached {analysis.target:.3f} validation accuracy."
-    fastest = reached.loc[reached["time_to_accuracy_s"].idxmin()]
-    name = trial_labels(analysis.data.trials).get(fastest.trial_id, fastest.trial_id)
-    return (
-        f"Time to {analysis.target:.3f} validation accuracy: fastest trial {fastest.trial_id} ({name}) in "
-        f"{fastest.time_to_accuracy_s:.3g} s (epoch {fastest.epoch_reached}); {missed} of {len(trials)} "
-        "trial(s) never reached it."
+    points = accuracy_points(trials, analysis.data.trials)
+    fastest = points[0]
+    text = (
+        f"Time to {analysis.target:.3f} validation accuracy: fastest point {fastest.label}, median "
+        f"{fastest.median_s:.3g} s ({len(fastest.times_s)} of {fastest.repeats} repeat(s) reached it)"
     )
+    verdict = fastest_verdict(points)
+    if verdict is None:
+        text += ", the only point that reached it"
+    else:
+        text += (
+            f"; before the next, {points[1].label} (median {points[1].median_s:.3g} s): "
+            f"{verdict.sentence(analysis.family)}"
+        )
+    return text + f"; {missed} of {len(trials)} trial(s) never reached it."
 
 
 def headlines(analysis: SweepAnalysis) -> list[str]:

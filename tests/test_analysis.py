@@ -769,6 +769,49 @@ def test_time_to_accuracy_uses_training_time_where_recorded(tmp_path):
     assert analysis.per_trial["time_to_accuracy_s"].iloc[0] == 20.0
 
 
+def accuracy_race(results: Path, times: dict[int, list[float]]) -> Path:
+    """``times[mb]``: the training seconds at which each repeat of micro batch mb reaches 0.9 accuracy."""
+    store = ResultStore(results, "race")
+    for mb, per_repeat in times.items():
+        for seed, seconds in enumerate(per_repeat):
+            tid = f"m{mb}r{seed}"
+            add_trial(
+                store,
+                tid,
+                num_workers=1,
+                micro_batch_per_worker=mb,
+                global_batch=mb,
+                data_scaling="fixed",
+                samples_per_epoch=1024,
+                train_time_s=30.0,
+                seed=seed,
+            )
+            rows = [(0, 0.5, seconds / 2), (1, 0.9, seconds)]
+            write_rows(
+                store,
+                "epochs",
+                tid,
+                [{"epoch": e, "val_accuracy": a, "elapsed_s": t, "train_elapsed_s": t} for e, a, t in rows],
+            )
+    return store.root
+
+
+def test_the_fastest_to_accuracy_is_a_point_compared_under_the_rule(tmp_path):
+    clear = compute(load_sweep(accuracy_race(tmp_path / "a", {16: [20.0, 21.0, 22.0], 32: [10.0, 11.0, 12.0]})), 0.8)
+    (finding,) = [h for h in headlines(clear) if h.startswith("Time to")]
+    assert finding.startswith(
+        "Time to 0.800 validation accuracy: fastest point gb=32 mb=32, median 11 s (3 of 3 repeat(s) reached it); "
+        "before the next, gb=16 mb=16 (median 21 s): established (3 vs 3 repeat(s), p = 0.1)"
+    )
+    assert finding.endswith("; 0 of 6 trial(s) never reached it.")
+    # the fastest single trial (micro batch 16's, by a millisecond) does not make its point the fastest: points
+    # go by their medians, and repeats that interleave establish nothing
+    close = compute(load_sweep(accuracy_race(tmp_path / "b", {16: [9.999, 16.0, 30.0], 32: [10.0, 15.0, 20.0]})), 0.8)
+    (finding,) = [h for h in headlines(close) if h.startswith("Time to")]
+    assert "fastest point gb=32 mb=32, median 15 s" in finding
+    assert "before the next, gb=16 mb=16 (median 16 s): not established (3 vs 3 repeat(s), p = 1 > 0.1" in finding
+
+
 def test_a_single_trial_sweep_gets_a_report(tmp_path):
     store = ResultStore(tmp_path, "single")
     add_trial(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from analysis.errors import AnalysisError
+from analysis.evidence import Verdict, compare
+from analysis.groups import NOT_A_DIFFERENCE, configuration_key, trial_labels
 
 DEFAULT_TARGET_SHARE = 0.9  # default target: this share of the best validation accuracy in the sweep
 
@@ -33,3 +37,37 @@ def time_to_accuracy(trial_ids: list[str], epochs: pd.DataFrame, target: float) 
     result["time_to_accuracy_s"] = result["trial_id"].map(reached[clock]).astype(float)
     result["epoch_reached"] = result["trial_id"].map(reached["epoch"]).astype("Int64")
     return result
+
+
+@dataclass(frozen=True)
+class AccuracyPoint:
+    """One point's (a configuration's repeats') times to the target, of the repeats that reached it."""
+
+    label: str
+    times_s: tuple[float, ...]
+    repeats: int  # every repeat of the point, reached or not
+
+    @property
+    def median_s(self) -> float:
+        return float(pd.Series(self.times_s).median())
+
+
+def accuracy_points(per_trial: pd.DataFrame, trials: pd.DataFrame) -> list[AccuracyPoint]:
+    """Points with a repeat that reached the target, fastest median first (``per_trial``'s time_to_accuracy_s;
+    ``trials``: their parameters, which name the points)."""
+    completed = trials[trials["trial_id"].isin(per_trial["trial_id"])]
+    keys = dict(zip(completed["trial_id"], completed.apply(configuration_key, axis=1)))
+    labels = trial_labels(completed, ignore=NOT_A_DIFFERENCE)
+    times = per_trial.set_index("trial_id")["time_to_accuracy_s"]
+    points = []
+    for key in sorted(set(keys.values())):
+        ids = [t for t, k in keys.items() if k == key]
+        reached = tuple(float(times[t]) for t in ids if pd.notna(times[t]))
+        if reached:
+            points.append(AccuracyPoint(labels[ids[0]], reached, len(ids)))
+    return sorted(points, key=lambda p: p.median_s)
+
+
+def fastest_verdict(points: list[AccuracyPoint]) -> Verdict | None:
+    """The rule on the two fastest points: the runner-up's times above the fastest's; None with one point."""
+    return compare(points[1].times_s, points[0].times_s) if len(points) >= 2 else None

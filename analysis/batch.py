@@ -59,6 +59,14 @@ class BatchResult:
         return differ(a, b)
 
     @property
+    def memory(self) -> str:
+        """What ``peak_mem_gib`` measured: a GPU rank's device memory, a CPU rank's process (resident) memory."""
+        devices = set(self.rows["device"]) if "device" in self.rows else set()
+        return {frozenset({"gpu"}): "GPU memory", frozenset({"cpu"}): "process (resident) memory"}.get(
+            frozenset(devices), "memory"
+        )
+
+    @property
     def recommendation(self) -> str:
         knee, peak = self.knee, self.peak
         text = (
@@ -69,7 +77,7 @@ class BatchResult:
         )
         if pd.notna(knee.peak_mem_gib) and pd.notna(peak.peak_mem_gib) and peak.peak_mem_gib > 0:
             text += (
-                f" at {knee.peak_mem_gib / peak.peak_mem_gib:.0%} of the peak-throughput batch's memory "
+                f" at {knee.peak_mem_gib / peak.peak_mem_gib:.0%} of the peak-throughput batch's {self.memory} "
                 f"({knee.peak_mem_gib:.3g} of {peak.peak_mem_gib:.3g} GiB)"
             )
         if pd.notna(knee.val_accuracy) and pd.notna(peak.val_accuracy):

@@ -102,6 +102,7 @@ def comparison_blocks(series: list[Series], plots: Plots) -> list[Block]:
         blocks += [
             Paragraph(f"**{s.label}**" + (f": {question}" if question else "")),
             Bullets(headlines(s.analysis) or ["No finding."]),
+            Paragraph(f"Comparisons: {s.analysis.family.sentence()}."),
         ]
     base = series[0]
     blocks.append(Heading("Matching trials"))

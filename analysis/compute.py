@@ -8,9 +8,18 @@ from functools import cached_property
 
 import pandas as pd
 
-from analysis.accuracy import DEFAULT_TARGET_SHARE, check_target, clock_column, default_target, time_to_accuracy
+from analysis.accuracy import (
+    DEFAULT_TARGET_SHARE,
+    accuracy_points,
+    check_target,
+    clock_column,
+    default_target,
+    fastest_verdict,
+    time_to_accuracy,
+)
 from analysis.batch import BatchResult, batch_analysis
-from analysis.communication import exposed_communication
+from analysis.communication import exposed_by_configuration, exposed_communication
+from analysis.evidence import Family, Verdict
 from analysis.groups import (
     BATCH,
     COMPARISONS,
@@ -25,7 +34,7 @@ from analysis.groups import (
 from analysis.load import SweepData
 from analysis.predict import report_predictions
 from analysis.scaling import ScalingResult, scaling_analysis
-from analysis.stragglers import stragglers
+from analysis.stragglers import stragglers, stragglers_by_configuration
 from analysis.tuned import TunedResult, tuned_analysis
 
 TRIAL_COLUMNS = [
@@ -80,6 +89,27 @@ class SweepAnalysis:
     def predictions(self) -> pd.DataFrame:
         """``analysis.predict.report_predictions`` of the sweep, made once for the report's table and figure."""
         return report_predictions(self.data.sweep_dir, self.data.trials)
+
+    @cached_property
+    def family(self) -> Family:
+        """Every comparison the report makes, for Holm's procedure over them (``analysis.evidence.Family``)."""
+        return Family(self.comparisons())
+
+    def comparisons(self) -> list[Verdict]:
+        """The verdicts the report states or counts: each scaling group's, the headline batch group's, every
+        multi-rank configuration's exposed communication and slowest rank, the tuned searches' declines and the
+        two points fastest to the target accuracy."""
+        found = [r.faster() for r in self.strong] + [r.per_worker_kept() for r in self.weak]
+        batch = self.best_batch()
+        if batch is not None:
+            found += [v for v in (batch.throughput_gain(), batch.knee_below_peak(), batch.accuracy_change()) if v]
+        found += [f.verdict for f in exposed_by_configuration(self.data.trials)]
+        found += [f.verdict for f in stragglers_by_configuration(self.data.trials, self.data.ranks, self.stragglers)]
+        found += [v for result in self.tuned for v in result.verdicts()]
+        if self.target is not None and self.per_trial["time_to_accuracy_s"].notna().any():
+            fastest = fastest_verdict(accuracy_points(self.per_trial, self.data.trials))
+            found += [fastest] if fastest is not None else []
+        return found
 
     @property
     def accuracy_clock(self) -> str:

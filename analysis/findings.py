@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.accuracy import accuracy_points, fastest_verdict
 from analysis.batch import KNEE_FRACTION
 from analysis.communication import exposed_by_configuration
 from analysis.compute import MIN_TIMED_STEPS, SweepAnalysis
-from analysis.groups import trial_labels
+from analysis.evidence import Family
 from analysis.scaling import MIN_FIT_WORKER_COUNTS, ScalingResult
 from analysis.stragglers import stragglers_by_configuration
 
@@ -36,27 +37,29 @@ def answer(analysis: SweepAnalysis) -> str:
         verdict = strong.faster()
         return (
             f"{top.num_workers:g} workers ran the timed work {top.speedup:.2f}× as fast as {strong.base_workers} "
-            f"({top.efficiency:.0%} efficiency); that they are faster is {verdict.sentence()}."
+            f"({top.efficiency:.0%} efficiency); that they are faster is {verdict.sentence(analysis.family)}."
         )
     if weak is not None:
         top = weak.at_max_workers()
         return (
             f"At {top.num_workers:g} workers each worker kept {top.efficiency:.0%} of the throughput it had at "
-            f"{weak.base_workers}; that it does less is {weak.per_worker_kept().sentence()}."
+            f"{weak.base_workers}; that it does less is {weak.per_worker_kept().sentence(analysis.family)}."
         )
     if batch is not None:
         first, peak = batch.points.iloc[0], batch.peak
         gain = (
             f"{peak.throughput_per_worker / first.throughput_per_worker:.2f}× that of micro batch "
-            f"{first.micro_batch_per_worker:g}, a gain {batch.throughput_gain().sentence()}"
+            f"{first.micro_batch_per_worker:g}, a gain {batch.throughput_gain().sentence(analysis.family)}"
         )
         if batch.knee.micro_batch_per_worker == peak.micro_batch_per_worker:
             return f"Throughput per worker is highest at micro batch {peak.micro_batch_per_worker:g}: {gain}."
+        share = batch.knee.throughput_per_worker / peak.throughput_per_worker
         return (
-            f"Micro batch {batch.knee.micro_batch_per_worker:g} reaches {KNEE_FRACTION:.0%} of the best throughput "
-            f"per worker; the best, at micro batch {peak.micro_batch_per_worker:g}, is {gain}."
+            f"Micro batch {batch.knee.micro_batch_per_worker:g} reaches {share:.0%} of the best throughput per worker "
+            f"(the knee: the smallest reaching {KNEE_FRACTION:.0%}); the best, at micro batch "
+            f"{peak.micro_batch_per_worker:g}, is {gain}."
         )
-    tuned = next((r.answer() for r in analysis.tuned if r.answer() is not None), None)
+    tuned = next((r.answer(analysis.family) for r in analysis.tuned if r.answer() is not None), None)
     if tuned is not None:
         return tuned
     trials = len(analysis.data.trials)
@@ -71,8 +74,9 @@ def spread(result: ScalingResult, metric: str, form: str) -> str:
     return f" (range {format(low, form)}–{format(high, form)} over {result.repeats_at_max} repeats)"
 
 
-def scaling_finding(result: ScalingResult | None) -> str | None:
-    """Strong or weak scaling of one group: the ratio at the largest worker count, the rule's verdict, the fit."""
+def scaling_finding(result: ScalingResult | None, family: Family) -> str | None:
+    """Strong or weak scaling of one group: the ratio at the largest worker count, the rule's verdict (marked
+    where it does not pass Holm's procedure over the report's ``family``), the fit."""
     if result is None:
         return None
     top = result.at_max_workers()
@@ -81,14 +85,14 @@ def scaling_finding(result: ScalingResult | None) -> str | None:
         text = (
             f"Strong scaling ({result.group.id}, timed work): {top.speedup:.2f}×{spread(result, 'speedup', '.2f')} "
             f"speedup on {workers} ({top.efficiency:.0%} efficiency); faster than {result.base_workers}: "
-            f"{result.faster().sentence()}"
+            f"{result.faster().sentence(family)}"
         )
     else:
         text = (
             f"Weak scaling ({result.group.id}, timed work): {top.efficiency:.0%}"
             f"{spread(result, 'efficiency', '.0%')} efficiency at {workers}, {top.throughput_per_worker:.4g} "
             f"samples/s per worker; less per worker than at {result.base_workers}: "
-            f"{result.per_worker_kept().sentence()}"
+            f"{result.per_worker_kept().sentence(family)}"
         )
     return text + "; " + fit_sentence(result) + "."
 
@@ -119,11 +123,11 @@ def batch_finding(analysis: SweepAnalysis) -> str | None:
     first = result.points.iloc[0].micro_batch_per_worker
     text = (
         f"Batch size ({result.group.id}): {result.recommendation}; throughput per worker at micro batch "
-        f"{result.peak.micro_batch_per_worker:g} above {first:g}: {result.throughput_gain().sentence()}"
+        f"{result.peak.micro_batch_per_worker:g} above {first:g}: {result.throughput_gain().sentence(analysis.family)}"
     )
     knee = result.knee_below_peak()
     if knee is not None and result.peak.micro_batch_per_worker != first:
-        text += f"; the peak above the knee: {knee.sentence()}"
+        text += f"; the peak above the knee: {knee.sentence(analysis.family)}"
     return text + "."
 
 
@@ -142,12 +146,12 @@ def comm_finding(analysis: SweepAnalysis) -> str | None:
     if not established:
         return (
             f"Communication: no multi-rank step is established slower than the same step on one rank "
-            f"(largest: {worst.exposed_ms:.3g} ms at {where}: {worst.verdict.sentence()})."
+            f"(largest: {worst.exposed_ms:.3g} ms at {where}: {worst.verdict.sentence(analysis.family)})."
         )
     return (
         f"Communication: a {where} step takes {worst.exposed_ms:.3g} ms more than the same step on one rank "
         f"({worst.share:.0%} of its {worst.step_time_ms:.3g} ms step; {len(established)} of {len(found)} "
-        f"multi-rank configuration(s) established slower); {worst.verdict.sentence()}."
+        f"multi-rank configuration(s) established slower); {worst.verdict.sentence(analysis.family)}."
     )
 
 
@@ -174,9 +178,10 @@ def straggler_finding(analysis: SweepAnalysis) -> str | None:
     )
     if not established:
         return (
-            f"Stragglers: no rank is established slower than the others; largest: {what}; {worst.verdict.sentence()}."
+            "Stragglers: no rank is established slower than the others; "
+            f"largest: {what}; {worst.verdict.sentence(analysis.family)}."
         )
-    return f"Stragglers: {what}; slower than the others: {worst.verdict.sentence()}{wait}."
+    return f"Stragglers: {what}; slower than the others: {worst.verdict.sentence(analysis.family)}{wait}."
 
 
 def accuracy_finding(analysis: SweepAnalysis) -> str | None:
@@ -187,21 +192,29 @@ def accuracy_finding(analysis: SweepAnalysis) -> str | None:
     missed = len(trials) - len(reached)
     if reached.empty:
         return f"Time to accuracy: no trial reached {analysis.target:.3f} validation accuracy."
-    fastest = reached.loc[reached["time_to_accuracy_s"].idxmin()]
-    name = trial_labels(analysis.data.trials).get(fastest.trial_id, fastest.trial_id)
-    return (
-        f"Time to {analysis.target:.3f} validation accuracy: fastest trial {fastest.trial_id} ({name}) in "
-        f"{fastest.time_to_accuracy_s:.3g} s (epoch {fastest.epoch_reached}); {missed} of {len(trials)} "
-        "trial(s) never reached it."
+    points = accuracy_points(trials, analysis.data.trials)
+    fastest = points[0]
+    text = (
+        f"Time to {analysis.target:.3f} validation accuracy: fastest point {fastest.label}, median "
+        f"{fastest.median_s:.3g} s ({len(fastest.times_s)} of {fastest.repeats} repeat(s) reached it)"
     )
+    verdict = fastest_verdict(points)
+    if verdict is None:
+        text += ", the only point that reached it"
+    else:
+        text += (
+            f"; before the next, {points[1].label} (median {points[1].median_s:.3g} s): "
+            f"{verdict.sentence(analysis.family)}"
+        )
+    return text + f"; {missed} of {len(trials)} trial(s) never reached it."
 
 
 def headlines(analysis: SweepAnalysis) -> list[str]:
     texts = [
-        scaling_finding(analysis.best_strong()),
-        scaling_finding(analysis.best_weak()),
+        scaling_finding(analysis.best_strong(), analysis.family),
+        scaling_finding(analysis.best_weak(), analysis.family),
         *(f(analysis) for f in (batch_finding, comm_finding, straggler_finding, accuracy_finding)),
-        *(result.finding() for result in analysis.tuned),
+        *(result.finding(analysis.family) for result in analysis.tuned),
     ]
     return [text for text in texts if text] + caveats(analysis)
 

@@ -129,11 +129,11 @@ def varying_columns(groups: list[Group]) -> list[str]:
     return [c for c in columns if len({str(g.key.get(c)) for g in groups}) > 1]
 
 
-def trial_labels(trials: pd.DataFrame) -> dict[str, str]:
-    """Each trial named by the parameters that differ between the trials (``micro_batch_per_worker=16 repeat=1``);
-    the trial id only where no parameter differs."""
+def trial_labels(trials: pd.DataFrame, ignore: frozenset[str] = frozenset({"seed"})) -> dict[str, str]:
+    """Each trial named by the parameters other than ``ignore`` that differ between the trials
+    (``micro_batch_per_worker=16 repeat=1``); the trial id only where no parameter differs."""
     params = {t: trial_params(row) for t, row in zip(trials["trial_id"], (r for _, r in trials.iterrows()))}
-    names = sorted({k for p in params.values() for k in p} - {"seed"})
+    names = sorted({k for p in params.values() for k in p} - ignore)
     varied = [k for k in names if len({json.dumps(p.get(k), default=str) for p in params.values()}) > 1]
     short = {"micro_batch_per_worker": "mb", "global_batch": "gb", "num_workers": "n", "grad_accum_steps": "acc"}
     return {t: " ".join(f"{short.get(k, k)}={p.get(k)}" for k in varied) or t for t, p in params.items()}

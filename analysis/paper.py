@@ -65,7 +65,7 @@ def strong_line(analysis: SweepAnalysis) -> str | None:
     return (
         f"Strong scaling. Paper: going from 1 to 2 GPUs roughly halves the training time. "
         f"Here: {top.speedup:.2f}× from {result.base_workers} to {top.num_workers:g} workers "
-        f"({top.efficiency:.0%} efficient, timed work; faster: {result.faster().sentence()})."
+        f"({top.efficiency:.0%} efficient, timed work; faster: {result.faster().sentence(analysis.family)})."
     )
 
 
@@ -78,7 +78,7 @@ def weak_line(analysis: SweepAnalysis) -> str | None:
         f"Weak scaling. Paper: throughput grows with the GPUs while the work per GPU is fixed, short of linear as "
         f"communication grows. Here: {top.scaled_speedup:.2f}× the throughput at {top.num_workers:g} workers "
         f"vs {result.base_workers} ({top.efficiency:.0%} efficient; less per worker: "
-        f"{result.per_worker_kept().sentence()})."
+        f"{result.per_worker_kept().sentence(analysis.family)})."
     )
 
 
@@ -92,7 +92,7 @@ def batch_line(analysis: SweepAnalysis) -> str | None:
         f"Batch size. Paper: larger batches raise throughput until communication or memory limits it. "
         f"Here: {best.throughput_per_worker / first.throughput_per_worker:.2f}× the throughput per worker from "
         f"micro batch {first.micro_batch_per_worker:g} to {best.micro_batch_per_worker:g} "
-        f"({result.throughput_gain().sentence()})"
+        f"({result.throughput_gain().sentence(analysis.family)})"
     )
     last = points.iloc[-1]
     if best.micro_batch_per_worker != last.micro_batch_per_worker:
@@ -103,8 +103,8 @@ def batch_line(analysis: SweepAnalysis) -> str | None:
         line += (
             f"; validation accuracy {accuracy.iloc[0].val_accuracy:.3f} at micro batch "
             f"{accuracy.iloc[0].micro_batch_per_worker:g} vs {accuracy.iloc[-1].val_accuracy:.3f} at "
-            f"{accuracy.iloc[-1].micro_batch_per_worker:g}, a difference {change.sentence()} (the paper reports "
-            "accuracy falling at large batch)"
+            f"{accuracy.iloc[-1].micro_batch_per_worker:g}, a difference {change.sentence(analysis.family)} "
+            "(the paper reports accuracy falling at large batch)"
         )
     return line + "."
 
@@ -134,7 +134,7 @@ def heterogeneity_line(analysis: SweepAnalysis) -> str | None:
     return (
         f"Heterogeneous devices. Paper: a slower GPU drags the whole synchronous group to its pace. "
         f"Here: the slowest rank is {worst.ratio:.2f}× the others' {worst.basis} over {len(worst.trial_ids)} "
-        f"trial(s) ({worst.verdict.sentence()})."
+        f"trial(s) ({worst.verdict.sentence(analysis.family)})."
     )
 
 

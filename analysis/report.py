@@ -8,9 +8,9 @@ import pandas as pd
 
 from analysis.batch import KNEE_FRACTION
 from analysis.compute import SweepAnalysis
-from analysis.evidence import RULE
+from analysis.evidence import RULE, Family
 from analysis.findings import answer, headlines, left_out_sentence
-from analysis.groups import COMPARISONS
+from analysis.groups import COMPARISONS, trial_params
 from analysis.paper import paper_beside_us
 from analysis.plots import HEADLINES, Plots
 from analysis.prediction_section import PREDICTED_FIGURE, prediction_section
@@ -25,8 +25,8 @@ TOP_ROWS = 15  # longer per-trial tables are cut here; scaling.parquet has every
 def build_report(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     blocks: list[Block] = [Heading(f"Sweep {analysis.data.name}: scaling and batch-size report", 1)]
     blocks += summary_section(analysis, plots)
-    blocks += scaling_section(analysis.strong, plots)
-    blocks += scaling_section(analysis.weak, plots)
+    blocks += scaling_section(analysis.strong, plots, analysis.family)
+    blocks += scaling_section(analysis.weak, plots, analysis.family)
     blocks += batch_section(analysis, plots)
     blocks += tuned_section(analysis, plots)
     blocks += comm_section(analysis, plots)
@@ -73,7 +73,7 @@ def summary_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         )
     blocks += [
         Bullets(headlines(analysis) or ["No finding: the figures below hold no difference worth naming."]),
-        Paragraph(f"**Rule:** {RULE}."),
+        Paragraph(f"**Rule:** {RULE}. **Comparisons:** {analysis.family.sentence()}."),
     ]
     headline = headline_plot(plots)
     if headline:
@@ -157,7 +157,7 @@ def fit_cells(result: ScalingResult) -> list[str]:
     return [f"no fit (< {MIN_FIT_WORKER_COUNTS} worker counts)", "—", "—", "—", "—"]
 
 
-def scaling_section(results: list[ScalingResult], plots: Plots) -> list[Block]:
+def scaling_section(results: list[ScalingResult], plots: Plots, family: Family) -> list[Block]:
     """Strong or weak scaling, one piece: the definitions, the fits, the verdicts and the per-trial rows."""
     if not results:
         return []
@@ -175,7 +175,10 @@ def scaling_section(results: list[ScalingResult], plots: Plots) -> list[Block]:
     blocks.append(
         Table(
             ["group", "base workers", "worker counts", "fit", "parameters", "RMS residual", "dof", "bound", "rule"],
-            [[r.group.id, str(r.base_workers), str(r.worker_counts), *fit_cells(r), rule_cell(r)] for r in results],
+            [
+                [r.group.id, str(r.base_workers), str(r.worker_counts), *fit_cells(r), rule_cell(r, family)]
+                for r in results
+            ],
         )
     )
     rows = pd.concat([r.rows.assign(group=r.group.id) for r in results], ignore_index=True)
@@ -184,10 +187,10 @@ def scaling_section(results: list[ScalingResult], plots: Plots) -> list[Block]:
     return blocks + [rounded(rows, ("efficiency",)), *note, *detail_images(plots, *SCALING_FIGURES[kind])]
 
 
-def rule_cell(result: ScalingResult) -> str:
+def rule_cell(result: ScalingResult, family: Family) -> str:
     verdict = result.faster() if result.kind == "strong" else result.per_worker_kept()
     what = "faster than the base" if result.kind == "strong" else "less per worker than the base"
-    return f"{what}: {verdict.sentence()}"
+    return f"{what}: {verdict.sentence(family)}"
 
 
 def batch_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
@@ -263,7 +266,7 @@ def tuned_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         blocks += [
             Paragraph(f"The best trial of each search ({result.group.id}):"),
             rounded(result.best, ("val_accuracy",)),
-            Paragraph(result.finding()),
+            Paragraph(result.finding(analysis.family)),
         ]
     return blocks + detail_images(plots, "tuned_accuracy")
 
@@ -398,6 +401,18 @@ def sequence_parallel_section(analysis: SweepAnalysis) -> list[Block]:
     ]
 
 
+def cpu_duty_ceiling(trials: pd.DataFrame, devices: float | None) -> tuple[float, int, float] | None:
+    """The duty cycle one trial at a time can reach on a CPU-only cluster, ranks x CPUs per rank / CPUs, for the
+    trial holding the most CPUs (with its ranks and CPUs per rank); None where a trial ran on GPUs."""
+    if not devices or trials.empty or "device" not in trials or (trials["device"] != "cpu").any():
+        return None
+    held = [
+        (int(row["num_workers"]), float(trial_params(row).get("cpus_per_worker", 1.0))) for _, row in trials.iterrows()
+    ]
+    ranks, cpus = max(held, key=lambda h: h[0] * h[1])
+    return min(1.0, ranks * cpus / devices), ranks, cpus
+
+
 def economy_section(analysis: SweepAnalysis) -> list[Block]:
     economy = analysis.data.manifest.get("economy")
     if not isinstance(economy, dict) or economy.get("duty_cycle") is None:
@@ -410,6 +425,13 @@ def economy_section(analysis: SweepAnalysis) -> list[Block]:
     from_launch = economy.get("duty_cycle_from_launch")
     if from_launch is not None:
         text += f"; {from_launch:.0%} from the sweep's launch ({economy['launch_wall_s']:.4g} s)"
+    ceiling = cpu_duty_ceiling(analysis.data.trials, economy.get("devices"))
+    if ceiling is not None:
+        share, ranks, cpus = ceiling
+        text += (
+            f"; on this CPU-only cluster a trial holds ranks × CPUs per rank of the CPUs ({ranks} × {cpus:g} of "
+            f"{economy['devices']:g}), so trials run one at a time reach at most {share:.0%}"
+        )
     if setup is not None:
         text += f"; median trial setup {setup:.3g} s"
     later = economy.get("median_later_setup_s")

@@ -28,6 +28,11 @@ def build_summary(analysis: SweepAnalysis, plots: Plots) -> dict[str, Any]:
         "not_recorded": setup.missing,
         "headlines": headlines(analysis),
         "rule": RULE,
+        "comparisons": {
+            "count": analysis.family.size,
+            "established": sum(v.established for v in analysis.family.verdicts),
+            "established_after_holm": sum(analysis.family.holds(v) for v in analysis.family.verdicts),
+        },
         "groups": [
             {
                 "id": g.id,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 
 import pandas as pd
 
-from analysis.evidence import Verdict, compare
+from analysis.evidence import Family, Verdict, compare
 from analysis.groups import BATCH, Comparison, Group, find_groups
 from raysweep.core.params import LR_RULES, TrialParams, rule_learning_rate
 
@@ -65,13 +65,13 @@ class Decline:
     largest: float
     verdict: Verdict | None
 
-    def sentence(self, curve: AccuracyCurve) -> str:
+    def sentence(self, curve: AccuracyCurve, family: Family | None = None) -> str:
         if self.verdict is None:
             return f"no decline: accuracy is highest at the largest micro batch, {self.largest:g}"
         drop = curve.median(self.peak) - curve.median(self.largest)
         return (
             f"{drop:.3f} lower at micro batch {self.largest:g} than at {self.peak:g} "
-            f"({spread(curve, self.largest)} vs {spread(curve, self.peak)}): {self.verdict.sentence()}"
+            f"({spread(curve, self.largest)} vs {spread(curve, self.peak)}): {self.verdict.sentence(family)}"
         )
 
 
@@ -110,8 +110,14 @@ class TunedResult:
                 out[batch] = gap
         return out
 
-    def answer(self) -> str | None:
-        """The report's first sentence for a sweep that tuned the learning rate; None without two batch sizes."""
+    def verdicts(self) -> list[Verdict]:
+        """The declines tested: the tuned curve's and the scaling rule's, where each has one."""
+        found = (decline(self.tuned), decline(self.rule))
+        return [f.verdict for f in found if f is not None and f.verdict is not None]
+
+    def answer(self, family: Family | None = None) -> str | None:
+        """The report's first sentence for a sweep that tuned the learning rate; None without two batch sizes.
+        ``family``: the report's comparisons, for Holm's mark (``analysis.evidence.Family``)."""
         found = decline(self.tuned)
         if found is None:
             return None
@@ -123,25 +129,27 @@ class TunedResult:
         return (
             f"With the learning rate tuned per batch size, validation accuracy at micro batch {found.largest:g} is "
             f"{self.tuned.median(found.largest):.3f} against {self.tuned.median(found.peak):.3f} at "
-            f"{found.peak:g}; that the decline at large batch survives tuning is {found.verdict.sentence()}."
+            f"{found.peak:g}; that the decline at large batch survives tuning is {found.verdict.sentence(family)}."
         )
 
-    def finding(self) -> str:
-        """Whether the decline at large batch survives tuning, with the scaling rule's beside it."""
+    def finding(self, family: Family | None = None) -> str:
+        """Whether the decline at large batch survives tuning, with the scaling rule's beside it; ``family`` as in
+        ``answer``."""
         tuned, rule = decline(self.tuned), decline(self.rule)
         text = f"Accuracy vs batch size, tuned learning rate ({self.group.id}): "
         if tuned is None:
             text += "fewer than two batch sizes have a completed trial"
         elif tuned.verdict is None:
-            text += f"{tuned.sentence(self.tuned)}, so there is no decline at large batch to survive tuning"
+            text += f"{tuned.sentence(self.tuned, family)}, so there is no decline at large batch to survive tuning"
         elif tuned.verdict.established:
-            text += f"the decline at large batch survives tuning; {tuned.sentence(self.tuned)}"
+            text += f"the decline at large batch survives tuning; {tuned.sentence(self.tuned, family)}"
         else:
             text += (
-                f"whether the decline at large batch survives tuning is not established; {tuned.sentence(self.tuned)}"
+                "whether the decline at large batch survives tuning is not established; "
+                f"{tuned.sentence(self.tuned, family)}"
             )
         if rule is not None:
-            text += f". With the scaling rule's learning rate: {rule.sentence(self.rule)}"
+            text += f". With the scaling rule's learning rate: {rule.sentence(self.rule, family)}"
         short = self.shortfalls()
         if short:
             where = ", ".join(f"micro batch {b:g} by {gap:.3f}" for b, gap in short.items())

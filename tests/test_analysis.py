@@ -199,7 +199,8 @@ def test_knee_is_the_smallest_batch_within_ninety_percent_of_peak(tmp_path):
     assert result.knee.micro_batch_per_worker == 64
     assert result.peak.micro_batch_per_worker == 128
     assert "micro batch 64 (global batch 64): 95% of peak throughput per worker" in result.recommendation
-    assert "50% of the peak-throughput batch's memory (4 of 8 GiB)" in result.recommendation
+    # the fixture's ranks ran on CPUs, where peak_mem_gib is the process's resident memory
+    assert "50% of the peak-throughput batch's process (resident) memory (4 of 8 GiB)" in result.recommendation
     assert knee_index(pd.Series([10.0, 9.0, 8.0])) == 0
     assert knee_index(pd.Series([1.0, 8.9, 9.0, 10.0])) == 2
 
@@ -703,6 +704,13 @@ def test_grouping_key_is_every_parameter_but_seed_and_the_swept_ones(tmp_path):
     assert points.loc[32, "trials"] == 2
 
 
+def test_memory_is_named_for_what_the_ranks_measured(tmp_path):
+    (result,) = compute(load_sweep(batch_sweep(tmp_path))).batch
+    assert result.memory == "process (resident) memory"
+    result.rows = result.rows.assign(device="gpu")
+    assert result.memory == "GPU memory" and "batch's GPU memory (4 of 8 GiB)" in result.recommendation
+
+
 def test_a_knee_inside_the_repeats_spread_is_not_claimed(tmp_path):
     store = ResultStore(tmp_path, "noisy")
     for tid, mb, seed, rate in (
@@ -730,7 +738,8 @@ def test_a_knee_inside_the_repeats_spread_is_not_claimed(tmp_path):
     knee = result.knee_below_peak()
     assert knee is not None and not knee.established
     assert any(
-        "the peak above the knee: not established (2 vs 2 repeat(s), ranges overlap" in h for h in headlines(analysis)
+        "the peak above the knee: not established (2 vs 2 repeat(s), too few to reach p ≤ 0.1" in h
+        for h in headlines(analysis)
     )
 
 
@@ -758,6 +767,49 @@ def test_time_to_accuracy_uses_training_time_where_recorded(tmp_path):
     analysis = compute(load_sweep(store.root), target=0.8)
     assert analysis.accuracy_clock == "train_elapsed_s"
     assert analysis.per_trial["time_to_accuracy_s"].iloc[0] == 20.0
+
+
+def accuracy_race(results: Path, times: dict[int, list[float]]) -> Path:
+    """``times[mb]``: the training seconds at which each repeat of micro batch mb reaches 0.9 accuracy."""
+    store = ResultStore(results, "race")
+    for mb, per_repeat in times.items():
+        for seed, seconds in enumerate(per_repeat):
+            tid = f"m{mb}r{seed}"
+            add_trial(
+                store,
+                tid,
+                num_workers=1,
+                micro_batch_per_worker=mb,
+                global_batch=mb,
+                data_scaling="fixed",
+                samples_per_epoch=1024,
+                train_time_s=30.0,
+                seed=seed,
+            )
+            rows = [(0, 0.5, seconds / 2), (1, 0.9, seconds)]
+            write_rows(
+                store,
+                "epochs",
+                tid,
+                [{"epoch": e, "val_accuracy": a, "elapsed_s": t, "train_elapsed_s": t} for e, a, t in rows],
+            )
+    return store.root
+
+
+def test_the_fastest_to_accuracy_is_a_point_compared_under_the_rule(tmp_path):
+    clear = compute(load_sweep(accuracy_race(tmp_path / "a", {16: [20.0, 21.0, 22.0], 32: [10.0, 11.0, 12.0]})), 0.8)
+    (finding,) = [h for h in headlines(clear) if h.startswith("Time to")]
+    assert finding.startswith(
+        "Time to 0.800 validation accuracy: fastest point gb=32 mb=32, median 11 s (3 of 3 repeat(s) reached it); "
+        "before the next, gb=16 mb=16 (median 21 s): established (3 vs 3 repeat(s), p = 0.1)"
+    )
+    assert finding.endswith("; 0 of 6 trial(s) never reached it.")
+    # the fastest single trial (micro batch 16's, by a millisecond) does not make its point the fastest: points
+    # go by their medians, and repeats that interleave establish nothing
+    close = compute(load_sweep(accuracy_race(tmp_path / "b", {16: [9.999, 16.0, 30.0], 32: [10.0, 15.0, 20.0]})), 0.8)
+    (finding,) = [h for h in headlines(close) if h.startswith("Time to")]
+    assert "fastest point gb=32 mb=32, median 15 s" in finding
+    assert "before the next, gb=16 mb=16 (median 16 s): not established (3 vs 3 repeat(s), p = 1 > 0.1" in finding
 
 
 def test_a_single_trial_sweep_gets_a_report(tmp_path):
@@ -876,6 +928,19 @@ def test_energy_max_batch_economy_and_sequence_parallel_are_reported_when_presen
     assert "| mfu |" in text or "mfu" in text.split("## Trials")[1]
 
 
+def test_the_duty_cycle_on_cpus_states_the_ceiling_of_one_trial_at_a_time(tmp_path):
+    # 1-rank trials of 1 CPU (the default cpus_per_worker) on a 2-CPU machine hold half of it: 1 x 1 / 2
+    sweep = batch_sweep(tmp_path)
+    economy = {"wall_s": 100.0, "duty_cycle": 0.4, "devices": 2}
+    (sweep / "sweep.json").write_text(json.dumps({"economy": economy}), encoding="utf-8")
+    text = analyze(sweep).read_text(encoding="utf-8")
+    assert (
+        "Duty cycle 40%: timed rank-seconds over the sweep's wall time (100 s) × 2 device(s); on this CPU-only "
+        "cluster a trial holds ranks × CPUs per rank of the CPUs (1 × 1 of 2), so trials run one at a time reach "
+        "at most 50%." in text
+    )
+
+
 def test_searched_configurations_are_labelled_by_what_differs_or_by_their_identity():
     one = {"model": "vit_b", "image_size": 224, "precision": "bf16", "engine": "deepspeed", "zero_stage": 0, "lr": 0.1}
     assert configuration_labels([one]) == ["model=vit_b image_size=224 precision=bf16 engine=deepspeed zero_stage=0"]
@@ -907,6 +972,9 @@ def test_first_screen_answers_in_one_sentence_then_says_what_was_measured(tmp_pa
     first_screen = text[: text.index("## Summary")]
     assert first_screen.index("**Question:** which batch") < first_screen.index("**Answer:** Micro batch 64 reaches")
     assert first_screen.index("**Answer:**") < first_screen.index("| what was measured |")
+    # the knee's own share of the best (950 of 1000), not the threshold it passes, as the summary says it
+    assert "**Answer:** Micro batch 64 reaches 95% of the best throughput per worker (the knee: the smallest " in text
+    assert "(global batch 64): 95% of peak throughput per worker" in text
     for fact in (
         "| model | vit_micro_patch4_32 (parameter count not recorded) |",
         "| data | digits; 4096 training samples an epoch |",
@@ -922,7 +990,8 @@ def test_first_screen_answers_in_one_sentence_then_says_what_was_measured(tmp_pa
         "Not recorded by this sweep: the model's parameter count; raysweep's version (not in sweep.json); the CPU."
         in text
     )
-    assert "**Rule:** a difference between two points is claimed only when every repeat" in text
+    assert "**Rule:** a difference between two points is claimed when the exact two-sided Wilcoxon rank-sum" in text
+    assert "**Comparisons:** " in text and "after Holm's procedure" in text
     summary = json.loads((sweep / "report" / "summary.json").read_text(encoding="utf-8"))
     assert summary["measured"]["engine"] == "deepspeed ZeRO-0" and summary["rule"].startswith("a difference")
     assert summary["not_recorded"][0] == "the model's parameter count"
@@ -969,13 +1038,13 @@ def repeated_strong_sweep(results: Path, rates: dict[int, list[float]]) -> Path:
     return store.root
 
 
-def test_a_speedup_is_claimed_only_when_every_repeat_beats_every_base_repeat(tmp_path):
+def test_a_speedup_is_claimed_only_where_the_rank_sum_test_passes(tmp_path):
     clear = compute(load_sweep(repeated_strong_sweep(tmp_path / "a", {1: [100, 102, 98], 2: [180, 185, 178]})))
     assert clear.best_strong().faster().established
-    assert any("faster than 1: established (3 vs 3 repeat(s), ranges disjoint)" in h for h in headlines(clear))
+    assert any("faster than 1: established (3 vs 3 repeat(s), p = 0.1)" in h for h in headlines(clear))
     noisy = compute(load_sweep(repeated_strong_sweep(tmp_path / "b", {1: [100, 130, 90], 2: [120, 95, 140]})))
     (finding,) = [h for h in headlines(noisy) if h.startswith("Strong scaling")]
-    assert "faster than 1: not established (3 vs 3 repeat(s), ranges overlap; about" in finding
+    assert "faster than 1: not established (3 vs 3 repeat(s), p = 0.7 > 0.1; more than 30 repeats" in finding
 
 
 def comm_repeats_sweep(results: Path, one_rank: list[float], two_ranks: list[float]) -> Path:
@@ -1006,6 +1075,23 @@ def test_exposed_communication_is_claimed_against_the_spread_of_both_step_times(
     assert finding.startswith("Communication: no multi-rank step is established slower")
 
 
+def test_the_report_counts_its_comparisons_and_marks_a_claim_that_does_not_pass_holm(tmp_path):
+    # two comparisons: the weak-scaling rate per worker (all equal, p = 1) and the exposed communication (every
+    # 2-rank step above every 1-rank one, p = 0.1); Holm over the two asks 0.1 / 2 of the smaller p: none holds
+    sweep = comm_repeats_sweep(tmp_path, [100, 101, 99], [120, 119, 122])
+    text = analyze(sweep).read_text(encoding="utf-8")
+    assert (
+        "1 of 1 multi-rank configuration(s) established slower); established (3 vs 3 repeat(s), p = 0.1) "
+        "(per comparison only; not after Holm over 2 comparisons)." in text
+    )
+    assert (
+        "**Comparisons:** 2 comparison(s) in this report; 1 difference(s) established per comparison, 0 after "
+        "Holm's procedure over the 2 (family-wise level 0.1)." in text
+    )
+    summary = json.loads((sweep / "report" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["comparisons"] == {"count": 2, "established": 1, "established_after_holm": 0}
+
+
 def test_a_straggler_is_claimed_against_the_other_ranks_over_the_repeats(tmp_path):
     store = ResultStore(tmp_path, "slow")
     for seed, (slow, other) in enumerate([(130.0, 100.0), (128.0, 101.0), (133.0, 99.0)]):
@@ -1030,7 +1116,7 @@ def test_a_straggler_is_claimed_against_the_other_ranks_over_the_repeats(tmp_pat
         write_rows(store, "ranks", tid, rows)
     (finding,) = [h for h in headlines(compute(load_sweep(store.root))) if h.startswith("Stragglers")]
     assert finding.startswith("Stragglers: rank 1 (slowed on purpose: slow_ranks) is 1.30× the median")
-    assert "slower than the others: established (3 vs 3 repeat(s), ranges disjoint)" in finding
+    assert "slower than the others: established (3 vs 3 repeat(s), p = 0.1)" in finding
 
 
 def test_overheads_show_the_whole_axis_with_values_and_no_legend_for_an_undrawn_series(tmp_path):

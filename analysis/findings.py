@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.batch import KNEE_FRACTION
+from analysis.best import best_finding
 from analysis.communication import exposed_by_configuration
 from analysis.compute import MIN_TIMED_STEPS, SweepAnalysis
 from analysis.groups import trial_labels
@@ -60,6 +61,9 @@ def answer(analysis: SweepAnalysis) -> str:
     if tuned is not None:
         return tuned
     trials = len(analysis.data.trials)
+    best = best_finding(analysis.data)
+    if best is not None:
+        return f"{trials} trial(s) measured; no two points differ in one swept quantity alone; {best.sentence()}"
     return f"{trials} trial(s) measured; no two points differ in one swept quantity alone, so nothing is compared."
 
 

@@ -267,7 +267,7 @@ class ProgressCallback(Callback):
             self.drawn = False
             self.redraw(counts, now)
         else:
-            self.write(f"{line} | {status_line(counts, now - self.started)}\n")
+            self.write(f"{line} | {status_line(counts, now - self.started, self.ranking)}\n")
         self.last_print = now
 
     def tick(self, trials: list, now: float | None = None) -> None:

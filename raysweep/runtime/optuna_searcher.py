@@ -117,9 +117,17 @@ class OptunaFitSearcher(FitSearcher):
         self.budget, self.metric_name = budget, metric
         # template i's study searches axes[i] (its grid's ranges)
         self.studies = [
-            study(point_axes, metric, mode, seed, budget, baseline(template, point_axes), storage, name)
+            study(
+                point_axes,
+                metric,
+                mode,
+                seed,
+                budget,
+                baseline(template, point_axes),
+                storage=storage,
+                name=study_name(seed, template),
+            )
             for seed, (template, point_axes) in enumerate(zip(templates, axes))
-            for name in [study_name(seed, template)]
         ]
         self.study_of: dict[str, int] = {}
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.evidence import Verdict, differ
+from analysis.evidence import Verdict, compare, differ
 from analysis.groups import Group
 
 KNEE_FRACTION = 0.9  # the knee is the smallest batch within this share of the best throughput
@@ -80,9 +80,33 @@ class BatchResult:
                 f" at {knee.peak_mem_gib / peak.peak_mem_gib:.0%} of the peak-throughput batch's {self.memory} "
                 f"({knee.peak_mem_gib:.3g} of {peak.peak_mem_gib:.3g} GiB)"
             )
-        if pd.notna(knee.val_accuracy) and pd.notna(peak.val_accuracy):
-            text += f"; val accuracy {knee.val_accuracy:.3f} vs {peak.val_accuracy:.3f}"
-        return text
+        return text + "".join(f"; {cost}" for cost in self.costs())
+
+    def costs(self) -> list[str]:
+        """What the knee gives up against the group's best point of validation accuracy (highest) and of peak
+        memory (least), each under the report's rule over their repeats; nothing where the knee is that point."""
+        out = []
+        knee = self.knee.micro_batch_per_worker
+        for metric, mode, what, form in (
+            ("val_accuracy", "max", "validation accuracy", ".3f"),
+            ("peak_mem_gib", "min", "peak memory", ".3g"),
+        ):
+            measured = self.points[self.points[metric].notna()]
+            if measured.empty or pd.isna(self.knee[metric]):
+                continue
+            best = measured.loc[measured[metric].idxmax() if mode == "max" else measured[metric].idxmin()]
+            unit = " GiB" if metric == "peak_mem_gib" else ""
+            if best.micro_batch_per_worker == knee or best[metric] == self.knee[metric]:
+                out.append(f"its {what} {self.knee[metric]:{form}}{unit} is the group's best")
+                continue
+            mine, theirs = self.at(knee, metric), self.at(best.micro_batch_per_worker, metric)
+            verdict = compare(theirs, mine) if mode == "max" else compare(mine, theirs)
+            side, word = ("below", "lower") if mode == "max" else ("above", "higher")
+            out.append(
+                f"its {what} {self.knee[metric]:{form}}{unit} is {side} {best[metric]:{form}}{unit} at micro batch "
+                f"{best.micro_batch_per_worker:g} ({word}: {verdict.sentence()})"
+            )
+        return out
 
 
 def batch_points(trials: pd.DataFrame, group: Group) -> pd.DataFrame:

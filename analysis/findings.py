@@ -6,6 +6,7 @@ import pandas as pd
 
 from analysis.accuracy import accuracy_points, fastest_verdict
 from analysis.batch import KNEE_FRACTION
+from analysis.best import best_finding
 from analysis.communication import exposed_by_configuration
 from analysis.compute import MIN_TIMED_STEPS, SweepAnalysis
 from analysis.evidence import Family
@@ -63,6 +64,9 @@ def answer(analysis: SweepAnalysis) -> str:
     if tuned is not None:
         return tuned
     trials = len(analysis.data.trials)
+    best = best_finding(analysis.data)
+    if best is not None:
+        return f"{trials} trial(s) measured; no two points differ in one swept quantity alone; {best.sentence()}"
     return f"{trials} trial(s) measured; no two points differ in one swept quantity alone, so nothing is compared."
 
 

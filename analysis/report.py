@@ -7,6 +7,7 @@ import json
 import pandas as pd
 
 from analysis.batch import KNEE_FRACTION
+from analysis.best import best_finding, search_sentence, with_parameters
 from analysis.compute import SweepAnalysis
 from analysis.evidence import RULE, Family
 from analysis.findings import answer, headlines, left_out_sentence
@@ -55,12 +56,15 @@ def summary_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
     the headline plot."""
     setup = measured_setup(analysis.data)
     blocks: list[Block] = []
-    if analysis.data.question:
-        blocks.append(Paragraph(f"**Question:** {analysis.data.question}"))
-    blocks += [
-        Paragraph(f"**Answer:** {answer(analysis)}"),
-        Table(["what was measured", ""], [[f.name, f.value] for f in setup.facts]),
-    ]
+    question = " ".join(t for t in (analysis.data.question, search_sentence(analysis.data.manifest)) if t)
+    if question:
+        blocks.append(Paragraph(f"**Question:** {question}"))
+    said = answer(analysis)
+    blocks.append(Paragraph(f"**Answer:** {said}"))
+    best = best_finding(analysis.data)
+    if best is not None and best.sentence() not in said:
+        blocks.append(Paragraph(f"**Best trial:** {best.sentence()}"))
+    blocks.append(Table(["what was measured", ""], [[f.name, f.value] for f in setup.facts]))
     if setup.missing:
         blocks.append(Paragraph("Not recorded by this sweep: " + "; ".join(setup.missing) + "."))
     blocks += [Heading("Summary"), Paragraph(left_out_sentence(analysis))]
@@ -350,9 +354,19 @@ def accuracy_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         )
     )
     rows, note = cut(
-        trials[
-            ["trial_id", "num_workers", "micro_batch_per_worker", "val_accuracy", "time_to_accuracy_s", "epoch_reached"]
-        ]
+        with_parameters(
+            trials[
+                [
+                    "trial_id",
+                    "num_workers",
+                    "micro_batch_per_worker",
+                    "val_accuracy",
+                    "time_to_accuracy_s",
+                    "epoch_reached",
+                ]
+            ],
+            analysis.data,
+        )
     )
     return blocks + [rounded(rows, ("val_accuracy",)), *note, *images(plots, "time_to_accuracy")]
 
@@ -379,7 +393,7 @@ def trials_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         "final_loss",
         "val_accuracy",
     ]
-    rows, note = cut(analysis.per_trial[present(analysis.per_trial, columns)])
+    rows, note = cut(with_parameters(analysis.per_trial[present(analysis.per_trial, columns)], analysis.data))
     blocks: list[Block] = [
         Heading("Trials"),
         rounded(rows, tuple(c for c in ("val_accuracy", "mfu") if c in rows)),

@@ -120,6 +120,14 @@ def date_fact(data: SweepData) -> str:
     return str(times.min()) if len(times) else "not recorded"
 
 
+def model_fact(trials: pd.DataFrame) -> str:
+    """The model(s) with their trainable parameter count from the trials table, where it records one."""
+    counts = sorted({int(n) for n in trials["trainable_params"].dropna()}) if "trainable_params" in trials else []
+    if not counts:
+        return one_or_all(distinct(trials, "model")) + " (parameter count not recorded)"
+    return one_or_all(distinct(trials, "model")) + f" ({' / '.join(f'{n:,}' for n in counts)} trainable parameters)"
+
+
 def measured_setup(data: SweepData) -> Setup:
     """The sweep's setup: each fact fixed across the trials, or every value where it varied."""
     trials = data.trials
@@ -130,7 +138,7 @@ def measured_setup(data: SweepData) -> Setup:
     cpu = [n.removeprefix("cpu: ") for n in names if n.startswith("cpu")]
     cpu_missing = "not recorded" + (" (GPU trials record their GPUs only)" if "gpu" in kinds else "")
     facts = [
-        Fact("model", one_or_all(distinct(trials, "model")) + " (parameter count not recorded)"),
+        Fact("model", model_fact(trials)),
         Fact("data", data_fact(trials)),
         Fact("image size", image_fact(trials)),
         Fact("precision", precision_fact(trials)),
@@ -142,7 +150,8 @@ def measured_setup(data: SweepData) -> Setup:
         Fact("date", date_fact(data)),
         Fact("repeats", repeats_fact(trials)),
     ]
-    missing = ["the model's parameter count", *missing]
+    if "trainable_params" not in trials or trials["trainable_params"].isna().all():
+        missing = ["the model's parameter count", *missing]
     if not cpu:
         missing.append("the host CPU of GPU trials" if "gpu" in kinds else "the CPU")
     return Setup(facts, missing, distinct(trials, "model"), distinct(trials, "dataset"), names, kinds)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis.best import best_finding
 from analysis.compute import SweepAnalysis
 from analysis.evidence import RULE
 from analysis.findings import headlines
@@ -18,6 +19,7 @@ def build_summary(analysis: SweepAnalysis, plots: Plots) -> dict[str, Any]:
     setup = measured_setup(data)
     best_strong, best_batch = analysis.best_strong(), analysis.best_batch()
     reached = analysis.per_trial["time_to_accuracy_s"].notna()
+    best = best_finding(data)
     return {
         "sweep": data.name,
         "sweep_dir": str(data.sweep_dir),
@@ -88,6 +90,17 @@ def build_summary(analysis: SweepAnalysis, plots: Plots) -> dict[str, Any]:
         if best_batch
         else None,
         "recommendation": best_batch.recommendation if best_batch else None,
+        "best_trial": None
+        if best is None
+        else {
+            "trial_id": best.best.trial_id,
+            "metric": best.ranking.metric,
+            "mode": best.ranking.mode,
+            "value": plain(best.best.value),
+            "params": {k: plain(v) for k, v in best.best.params.items()},
+            "baseline_trials": [str(t) for t in best.baseline["trial_id"]],
+            "better_than_baseline": None if best.verdict is None else best.verdict.sentence(),
+        },
         "time_to_accuracy": {
             "target": analysis.target,
             "target_source": analysis.target_source,

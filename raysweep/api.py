@@ -28,6 +28,7 @@ from raysweep.checks import check_values
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.paths import shell_path, user_path
+from raysweep.core.ranking import BestTrial, best_trial, chosen_ranking, ranked, searched_of
 from raysweep.core.schema import check_schema_version
 from raysweep.core.status import is_finished
 from raysweep.core.store import ResultStore, canonical_key, check_name, read_table
@@ -73,6 +74,27 @@ class SweepResult:
         statuses = self.trials.column("status").to_pylist()
         return bool(statuses) and all(is_finished(s) for s in statuses)
 
+    def best(self, metric: str | None = None, mode: str | None = None) -> BestTrial | None:
+        """The best completed trial by the sweep's metric and mode (``sweep.json``; a plain grid without one:
+        throughput), or by ``metric`` (a trials column) and ``mode``; None where no completed trial has a value.
+        ``raysweep.core.ranking`` holds the rule (stopped and failed trials are no candidates; ties: smaller id)."""
+        manifest = sweep_manifest(self.path)
+        ranking = chosen_ranking(manifest, self.trials.column_names, metric, mode)
+        return best_trial(self.trials.to_pylist(), ranking, searched_of(manifest))
+
+    def best_frame(self, metric: str | None = None, mode: str | None = None):
+        """The trials as a pandas DataFrame, best first by ``best``'s ranking (candidates first, then the rest)."""
+        import pandas as pd
+
+        manifest = sweep_manifest(self.path)
+        ranking = chosen_ranking(manifest, self.trials.column_names, metric, mode)
+        return pd.DataFrame(ranked(self.trials.to_pylist(), ranking), columns=self.trials.column_names)
+
+
+def sweep_manifest(path: Path) -> dict:
+    """``sweep.json`` of the sweep at ``path`` ({} without one)."""
+    return ResultStore(path.parent, path.name).read_sweep_json() if (path / "sweep.json").is_file() else {}
+
 
 def run_sweep(
     space: str | Path | Mapping[str, Any],
@@ -97,6 +119,7 @@ def run_sweep(
     metric: str | None = None,
     mode: str | None = None,
     repeats: int | None = None,
+    progress: str = "lines",
 ) -> SweepResult:
     """Run ``space`` (a bundled name, a YAML path, or a mapping with a space file's keys) and return its tables.
 
@@ -111,6 +134,8 @@ def run_sweep(
     ``num_samples``, ``metric`` and ``mode`` replace the space's own (``--search`` ... on the CLI).
     ``repeats`` runs every trial that many times (seeds ``seed`` .. ``seed + repeats - 1``; default: the
     space's ``repeats``, else 1). ``probe_links`` first times the cluster's collectives (``--probe-links``).
+    ``progress``: ``"lines"`` (a line per trial event), ``"bar"`` (a progress bar) or ``"quiet"`` (failed
+    trials and the summary only).
     """
     options = SweepOptions(
         results_dir=str(user_path(results_dir)),
@@ -126,6 +151,7 @@ def run_sweep(
         log_to=(log_to,) if isinstance(log_to, str) else tuple(log_to),
         find_max_batch=search_limits(find_max_batch),
         probe_links=probe_links,
+        progress=progress,
     )
     choices = SearchChoices(search, metric, mode, scheduler, num_samples)
     return run_planned(check_sweep(options, resolve_space(space, overrides or {}, choices, repeats)))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass
 
 from raysweep.core.errors import UsageError
 from raysweep.max_batch import SearchLimits
+from raysweep.progress import PROGRESS_STYLES
 from raysweep.trackers import check_trackers
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -29,6 +31,7 @@ class SweepOptions:
     command: tuple[str, ...] = ()  # what started the sweep, recorded in sweep.json
     find_max_batch: SearchLimits | None = None  # search each configuration's largest micro batch first; None = no
     probe_links: bool = False  # time the cluster's collectives before the trials (<sweep>/links/links.parquet)
+    progress: str = "lines"  # how the terminal shows the sweep: lines, bar or quiet (raysweep.progress)
 
     def check(self) -> None:
         """Refuse bad options with the messages the CLI prints (they name the flag)."""
@@ -45,4 +48,8 @@ class SweepOptions:
                 "authentication; turn on Ray's token authentication first (export RAY_AUTH_MODE=token) or keep "
                 "127.0.0.1"
             )
+        if self.progress not in PROGRESS_STYLES:
+            close = difflib.get_close_matches(str(self.progress), PROGRESS_STYLES, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(f"--progress must be one of {', '.join(PROGRESS_STYLES)}, got {self.progress!r}{hint}")
         check_trackers(list(self.log_to))

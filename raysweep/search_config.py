@@ -59,6 +59,13 @@ class SearchConfig:
     metric: str = "val_accuracy"
     mode: str = "max"
     scheduler: SchedulerConfig | None = None
+    metric_named: bool = False  # the space or a flag named the metric (a plain grid then ranks by it)
+
+    @property
+    def ranking(self) -> tuple[str, str] | None:
+        """The metric and mode the sweep ranks its trials by: the searcher's and scheduler's, or a named one;
+        None for a plain grid that names none (it ranks by its default, ``raysweep.core.ranking``)."""
+        return (self.metric, self.mode) if self.metric_named or not self.plain else None
 
     @property
     def adaptive(self) -> bool:
@@ -154,7 +161,7 @@ def with_choices(
                 f"{where}: metric {metric!r} is not reported by any trial; per-epoch metrics: "
                 f"{', '.join(REPORTED_METRICS)}"
             )
-        config = replace(config, metric=metric)
+        config = replace(config, metric=metric, metric_named=True)
     if mode is not None:
         if mode not in MODES:
             raise UsageError(f"{where}: mode must be min or max, got {mode!r}")
@@ -259,3 +266,26 @@ class SearchChoices:
 
 
 NO_CHOICES = SearchChoices()
+
+
+def search_record(config: SearchConfig, grids: list[dict[str, Any]], num_samples: int) -> dict[str, Any]:
+    """What ``sweep.json`` keeps of how the sweep searched: the metric and mode it ranks by (null: the default
+    ranking), and under ``search`` the searcher, scheduler, budget and each grid's distribution axes."""
+    ranking = config.ranking
+    distributions = []
+    for grid in grids:
+        axes = {name: value for name, value in grid.items() if isinstance(value, dict)}
+        if axes and axes not in distributions:
+            distributions.append(axes)
+    searched = list(dict.fromkeys(name for axes in distributions for name in axes))
+    return {
+        "metric": ranking[0] if ranking else None,
+        "mode": ranking[1] if ranking else None,
+        "search": {
+            "searcher": config.search,
+            "scheduler": config.scheduler.kind if config.scheduler else None,
+            "num_samples": num_samples,
+            "distributions": distributions,
+            "searched": searched,
+        },
+    }

@@ -19,6 +19,7 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 import raysweep.interrupt as interrupt
 from raysweep.core.params import TrialParams
 from raysweep.core.paths import shell_path
+from raysweep.core.ranking import best_trial, ranked, ranking_of, searched_of, varied_parameters
 from raysweep.core.schema import raysweep_version
 from raysweep.core.spec import TrialSpec
 from raysweep.core.store import ResultStore
@@ -37,7 +38,7 @@ from raysweep.runtime.ray_logs import logs_location, plain_log_output, quiet_for
 from raysweep.runtime.searcher import FitSearcher
 from raysweep.runtime.train_run import import_train_torch_in_background
 from raysweep.runtime.worker_groups import WorkerGroups, group_pool
-from raysweep.search_config import SearchConfig, build_scheduler
+from raysweep.search_config import SearchConfig, build_scheduler, search_record
 from raysweep.space import SearchSpace
 from raysweep.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.tensorboard_logger import TensorBoardCallback
@@ -74,8 +75,9 @@ def run_sweep(
                 probe_sweep_links(store)
             with worker_groups(options, store) as groups:
                 trials, notes = plan_on_cluster(options, space, groups, fit_batches)
-                for line in [*notes, trial_table(trials), *watch_hints(store.root)]:
-                    print(line)
+                if options.progress != "quiet":
+                    for line in [*notes, trial_table(trials), *watch_hints(store.root)]:
+                        print(line)
                 total = planned_total(space, trials)
                 store.write_sweep_json(sweep_manifest(options, space, store, trials, notes, total))
                 callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, total)]
@@ -122,6 +124,7 @@ def sweep_manifest(
         "trials": [t.to_dict() for t in trials],
         "planned_trials": total,
         "notes": notes,
+        **search_record(space.search, space.grids, space.num_samples),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
@@ -202,6 +205,7 @@ def trials_tuner(
             search.mode,
             Capacity.of_cluster(),
             base_spec,
+            storage=optuna_storage(store),
             **fit,
         )
     else:
@@ -232,6 +236,15 @@ def trials_tuner(
     )
 
 
+OPTUNA_DB = "optuna.db"
+
+
+def optuna_storage(store: ResultStore) -> str:
+    """The sweep's Optuna studies, one sqlite file (``optuna-dashboard sqlite:///<path>`` opens it); absolute,
+    as the searcher's saved state names it for ``--resume``."""
+    return f"sqlite:///{(store.root / OPTUNA_DB).resolve()}"
+
+
 def planned_total(space: SearchSpace | None, trials: list[TrialParams]) -> int:
     """Trials the sweep runs: ``trials``, or for an adaptive search each template's study of ``num_samples``."""
     adaptive = space is not None and space.search.adaptive
@@ -258,6 +271,8 @@ def connect(options: SweepOptions, address: str | None, trials: list[TrialParams
     interrupt.reinstall()
     plain_log_output()
     quiet_forwarded_logs()
+    if options.progress == "quiet":
+        return
     print(f"Ray's logs: {logs_location()}")
     url = cluster.dashboard_url()
     token = " (it asks for Ray's token: `ray get-auth-token` prints it)" if cluster.token_auth_on() else ""
@@ -266,8 +281,9 @@ def connect(options: SweepOptions, address: str | None, trials: list[TrialParams
 
 def watch_callbacks(options: SweepOptions, sweep: str, store: ResultStore, total: int) -> list:
     """The ways to watch a sweep as it runs: terminal progress and sweep gauges, TensorBoard, trackers."""
+    ranking = ranking_of(store.read_sweep_json())
     return [
-        ProgressCallback(sweep, total, metrics=SweepMetrics()),
+        ProgressCallback(sweep, total, metrics=SweepMetrics(), ranking=ranking, style=options.progress),
         TensorBoardCallback(store.root),
         *tracker_callbacks(list(options.log_to), sweep, store.root),
     ]
@@ -350,19 +366,26 @@ SUMMARY_MEASURES = ["throughput", "step_time_ms", "peak_mem_gib", "val_accuracy"
 
 def varied_columns(table: pa.Table) -> list[str]:
     """The trial parameters that differ between this sweep's trials (resolved values), in field order."""
-    names = [n for n in TrialParams.field_names() if n in table.column_names and n not in ("inject_fault",)]
-    varied = [n for n in names if len({str(v) for v in table.column(n).to_pylist()}) > 1]
-    return varied or ["num_workers", "micro_batch_per_worker"]
+    return varied_parameters(table.to_pylist()) or ["num_workers", "micro_batch_per_worker"]
 
 
 def print_summary(store: ResultStore, elapsed: float, economy: dict) -> None:
+    """The trials (best first by the sweep's metric, ``raysweep.core.ranking``, where it names one), the best
+    one's line, the totals."""
     table = store.read("trials").sort_by([("num_workers", "ascending"), ("micro_batch_per_worker", "ascending")])
-    columns = ["trial_id", "status", *varied_columns(table), *SUMMARY_MEASURES]
+    manifest = store.read_sweep_json()
+    ranking, searched = ranking_of(manifest), searched_of(manifest)
+    shown = [*searched, *(c for c in varied_columns(table) if c not in searched)]
+    measures = [*SUMMARY_MEASURES, *([ranking.column] if ranking.column not in SUMMARY_MEASURES else [])]
+    columns = [c for c in ["trial_id", "status", *shown, *measures] if c in table.column_names]
     rows = []
-    for r in table.select(columns).to_pylist():
-        rows.append([f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()])
+    # best first where the sweep names its metric; a plain grid keeps its parameters' order
+    for r in ranked(table.to_pylist(), ranking) if manifest.get("metric") else table.to_pylist():
+        rows.append([f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c]) for c in columns])
     print()
     print(format_table(columns, rows))
+    best = best_trial(table.to_pylist(), ranking, searched)
+    print(f"best: {best.line()}" if best else f"best: none (no completed trial has a {ranking.metric} value)")
     spent = economy_line(economy)
     spent = f"; {spent}" if spent else ""
     print(f"\n{table.num_rows} trials in {elapsed:.0f} s{spent}; results: {shell_path(store.root)}")

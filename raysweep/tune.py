@@ -26,6 +26,7 @@ from raysweep.core.schema import REPORTED_METRICS
 from raysweep.max_batch import SearchLimits
 from raysweep.options import SweepOptions
 from raysweep.plan import trial_table
+from raysweep.progress import PROGRESS_STYLES
 from raysweep.search_config import SCHEDULERS, SEARCHERS, SearchChoices, describe
 from raysweep.space import SearchSpace, list_spaces, load_yaml
 from raysweep.trackers import TRACKERS
@@ -146,6 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-dashboard", action="store_true", help="start the local Ray without its dashboard")
     p.add_argument("--no-report", action="store_true", help="do not write the analysis report at the end")
+    p.add_argument(
+        "--progress",
+        choices=PROGRESS_STYLES,
+        default="lines",
+        help="how the sweep shows its progress: a line per trial event, a progress bar, or quiet (failed trials "
+        "and the summary only) (default: %(default)s)",
+    )
     p.add_argument(
         "--probe-links",
         action="store_true",
@@ -274,6 +282,7 @@ def parse_command(argv: list[str] | None) -> Command:
         retry_failed=args.retry_failed,
         command=tuple(sys.argv[:1] + list(argv if argv is not None else sys.argv[1:])),
         find_max_batch=search_limits(args),
+        progress=args.progress,
     )
     refuse_idle_flags(args, parser)
     return Command(

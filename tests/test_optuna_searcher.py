@@ -42,3 +42,35 @@ def test_each_batch_sizes_study_starts_at_its_rule_then_searches_its_own_range()
         for p in rest:
             assert rule / 10 <= p.lr <= rule * 10 and 0.0 <= p.lr_warmup <= 0.3
             assert p.lr != pytest.approx(rule)
+
+
+def test_the_studies_live_in_the_sweeps_storage_and_a_restored_searcher_keeps_them(tmp_path):
+    import optuna
+
+    space = load_space("tuned_batch")
+    templates = [t for t in space.expand() if t.repeat == 0][:2]
+    axes = [space.distributions_of(t) for t in templates]
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+
+    def searcher():
+        capacity = Capacity({"node": {"CPU": 64.0, "GPU": 0.0}})
+        return OptunaFitSearcher(
+            templates, axes, 2, "val_accuracy", "max", capacity, trial_spec(index=-1), storage=storage
+        )
+
+    first = searcher()
+    first.suggest("t0")
+    first.on_trial_complete("t0", {"val_accuracy": 0.8, "training_iteration": 1})
+    state = first.get_state()
+    names = sorted(s.study_name for s in optuna.get_all_study_summaries(storage))
+    assert names == ["point0-w1-mb16-acc1-repeat0", "point1-w1-mb32-acc1-repeat0"]
+    told = optuna.load_study(study_name=names[0], storage=storage)
+    assert [t.value for t in told.trials if t.state == optuna.trial.TrialState.COMPLETE] == [0.8]
+
+    again = searcher()  # as --resume builds it, then restores the saved state
+    again.set_state(state)
+    again.suggest("t1")
+    again.on_trial_complete("t1", {"val_accuracy": 0.9, "training_iteration": 1})
+    study = optuna.load_study(study_name=names[0], storage=storage)
+    assert sorted(t.value for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE) == [0.8, 0.9]
+    assert study.best_value == 0.9

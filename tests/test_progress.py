@@ -6,10 +6,15 @@ import io
 import re
 from types import SimpleNamespace
 
+import pytest
 import ray.cloudpickle as cloudpickle
 
+from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from raysweep.core.ranking import Ranking
+from raysweep.options import SweepOptions
 from raysweep.progress import (
+    PROGRESS_STYLES,
     ProgressCallback,
     SweepCounts,
     count_trials,
@@ -20,6 +25,7 @@ from raysweep.progress import (
 )
 from raysweep.sweep_metrics import SweepMetrics, metrics_urls
 from raysweep.tensorboard_logger import run_name
+from raysweep.tune import parse_command
 from tests.specs import tune_config
 
 # Anything a plain log must not hold: C0 controls but newline, DEL, and escape sequences.
@@ -197,3 +203,66 @@ def test_tensorboard_run_named_by_parameters():
     assert run_name("ab12_00003", params) == "ab12_00003-w2-mb64-acc1"
     params = TrialParams.from_dict({"num_workers": 2, "micro_batch_per_worker": 64, "zero_stage": 2})
     assert run_name("ab12_00003", params) == "ab12_00003-w2-mb64-acc1-z2"
+
+
+# ---- the sweep's metric, and the lines / bar / quiet styles -----------------------------------------------
+
+
+def test_best_follows_the_sweeps_metric_in_its_mode():
+    a = fake_trial("a", "RUNNING", epoch=0, throughput=300.0)
+    b = fake_trial("b", "RUNNING", epoch=0, throughput=100.0)
+    a.last_result["train_loss"], b.last_result["train_loss"] = 0.9, 0.4
+    a.last_result["val_accuracy"], b.last_result["val_accuracy"] = 0.7, float("nan")
+    loss = count_trials([a, b], total=2, ranking=Ranking("train_loss", "min"))
+    assert loss.best_value == 0.4 and loss.best_throughput == 300.0
+    assert "| best train_loss 0.4 |" in status_line(loss, 10.0, Ranking("train_loss", "min"))
+    accuracy = count_trials([a, b], total=2, ranking=Ranking("val_accuracy", "max"))
+    assert accuracy.best_value == 0.7  # a NaN is no value
+    nothing_yet = count_trials([], total=2, ranking=Ranking("val_accuracy"))
+    assert "| best val_accuracy - |" in status_line(nothing_yet, 1.0, Ranking("val_accuracy"))
+
+
+def test_without_a_metric_the_line_keeps_the_best_throughput():
+    counts = count_trials([fake_trial("a", "RUNNING", epoch=0, throughput=250.0)], total=1)
+    assert "| best 250.0 samples/s |" in status_line(counts, 10.0)
+
+
+def test_the_callback_shows_the_best_value_of_its_metric():
+    trial = fake_trial("a", "RUNNING", epoch=0)
+    view = ProgressCallback("s", total=1, tty=False, ranking=Ranking("val_accuracy", "max"))
+    view.start(io.StringIO(), now=0.0)
+    view.on_trial_result(0, [trial], trial, {"epoch": 1, "throughput": 80.0, "final": True, "val_accuracy": 0.93})
+    view.on_trial_complete(0, [trial], trial)
+    assert "| best val_accuracy 0.93 |" in view.stream.getvalue()
+
+
+def test_quiet_prints_only_failed_trials():
+    text = drive(ProgressCallback("s", total=2, tty=False, style="quiet"))
+    assert text.splitlines() == ["[s 45s] trial b failed"]  # drive's own event line is no error: not shown
+
+
+def test_bar_draws_a_progress_bar_of_finished_trials_and_prints_failures():
+    text = drive(ProgressCallback("s", total=2, tty=False, style="bar"))
+    assert "trial b failed" in text
+    assert "trial a (w2 mb16 acc1) started" not in text  # events other than failures are the bar's
+    final = text.split("\r")[-1]
+    assert "2/2" in final and "100%" in final and "best 130.0 samples/s" in final
+    assert "0/2" in text  # drawn before any trial finished
+
+
+def test_a_bar_callback_pickles_without_its_bar():
+    view = ProgressCallback("s", total=3, style="bar")
+    view.start(io.StringIO(), now=0.0)
+    copy = cloudpickle.loads(cloudpickle.dumps(view))
+    assert copy.bar is None and copy.style == "bar"
+
+
+@pytest.mark.parametrize("style", PROGRESS_STYLES)
+def test_every_style_is_accepted(style):
+    SweepOptions(progress=style).check()
+    assert parse_command(["--space", "batch_grid", "--progress", style]).options.progress == style
+
+
+def test_an_unknown_style_is_one_line_naming_the_allowed_ones():
+    with pytest.raises(UsageError, match=r"^--progress must be one of lines, bar, quiet, got 'bars'; did you mean"):
+        SweepOptions(progress="bars").check()

@@ -7,6 +7,10 @@ results so far (``ray.tune.search.optuna.OptunaSearch``, one per grid point, so 
 gets the same number of trials and its study learns only from its own).  A study's first trial is its
 baseline: every searched parameter at its default, the learning rate at the optimizer's scaling rule
 (where that lies in the searched range): the configuration the search has to beat.
+
+Given a ``storage`` (an Optuna RDB URL, the sweep's ``optuna.db``), the studies live there, one per grid
+point under ``study_name``'s name, so ``optuna-dashboard`` and ``optuna.load_study`` read them; a resumed
+sweep's searchers load the same studies (``load_if_exists``).
 """
 
 from __future__ import annotations
@@ -59,7 +63,21 @@ def inside(value: Any, spec: dict[str, Any]) -> bool:
     return args[0] <= value < args[1] if high_open else args[0] <= value <= args[1]
 
 
-def study(axes: dict[str, dict[str, Any]], metric: str, mode: str, seed: int, budget: int, start: dict[str, Any]):
+def study_name(point: int, template: TrialParams) -> str:
+    """``point0-w1-mb16-acc1-repeat0``: the grid point's number, shape and repeat (unique within a sweep)."""
+    return f"point{point}-{template.batch_label('-')}-repeat{template.repeat}"
+
+
+def study(
+    axes: dict[str, dict[str, Any]],
+    metric: str,
+    mode: str,
+    seed: int,
+    budget: int,
+    start: dict[str, Any],
+    storage: str | None = None,
+    name: str | None = None,
+):
     import optuna
     from optuna.samplers import TPESampler
     from ray.tune.search.optuna import OptunaSearch
@@ -74,6 +92,8 @@ def study(axes: dict[str, dict[str, Any]], metric: str, mode: str, seed: int, bu
         mode=mode,
         sampler=sampler,
         points_to_evaluate=[start] if start else None,
+        storage=optuna.storages.RDBStorage(storage) if storage else None,
+        study_name=name,
     )
 
 
@@ -89,6 +109,7 @@ class OptunaFitSearcher(FitSearcher):
         base_spec: TrialSpec,
         max_concurrent: int = 0,
         finished_params: Callable[[], list[str]] = list,
+        storage: str | None = None,
     ):
         # trial ``index`` is grid point ``index // budget``'s
         planned = [template for template in templates for _ in range(budget)]
@@ -96,7 +117,16 @@ class OptunaFitSearcher(FitSearcher):
         self.budget, self.metric_name = budget, metric
         # template i's study searches axes[i] (its grid's ranges)
         self.studies = [
-            study(point_axes, metric, mode, seed, budget, baseline(template, point_axes))
+            study(
+                point_axes,
+                metric,
+                mode,
+                seed,
+                budget,
+                baseline(template, point_axes),
+                storage=storage,
+                name=study_name(seed, template),
+            )
             for seed, (template, point_axes) in enumerate(zip(templates, axes))
         ]
         self.study_of: dict[str, int] = {}

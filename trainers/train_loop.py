@@ -82,7 +82,7 @@ def train_trial(trial: RankTrial) -> None:
         if rank == 0:
             print(f"raysweep: resumed from checkpoint after epoch {len(meter.epochs) - 1}", flush=True)
     instruments = Instruments.of(params, plan, meter, rank, world, device, trial.fault_marker_dir)
-    allreduce_probe_ms = None
+    allreduce_probe_ms, skipped = None, {}
 
     for epoch in range(len(meter.epochs), params.epochs):
         try:
@@ -97,6 +97,7 @@ def train_trial(trial: RankTrial) -> None:
         last = epoch == params.epochs - 1
         every = params.checkpoint_every
         checkpoint = save_checkpoint(engine, meter, rank) if every and not last and (epoch + 1) % every == 0 else None
+        skipped = skipped_files(batches, params.skip_bad_files)
         report(
             meter,
             plan,
@@ -109,10 +110,18 @@ def train_trial(trial: RankTrial) -> None:
             trial=trial,
             compiling=compiling,
             checkpoint=checkpoint,
+            skipped_files=len(skipped) if params.skip_bad_files else None,
         )
         discard(checkpoint)
         if not last and stop_requested(trial):
             break
+    if rank == 0 and skipped:
+        first = next(iter(skipped.values()))
+        print(
+            f"raysweep: warning: skip_bad_files: trial {trial.trial_id} skipped {len(skipped)} file(s) that cannot "
+            f"be read, the first {first.path} ({first.reason})",
+            flush=True,
+        )
     # A shared worker group's next trial runs in this process: nothing of this one may stay reachable.
     # A trial that raises ends its group (and the process), so only these two ends release.
     engine.close()
@@ -155,6 +164,18 @@ def evaluate(engine, batches: Batches, micro_batch: int, device) -> tuple[float 
     return (loss / count, correct / count) if count else (None, None)
 
 
+def skipped_files(batches: Batches, skip: bool) -> dict:
+    """With ``skip_bad_files``: every rank's skipped files so far (path: its ``DataFileError``), the same on every
+    rank (a collective of every rank); else nothing (a bad file has stopped the trial)."""
+    if not skip:
+        return {}
+    found = {}
+    for rank_found in gather(batches.unreadable.found):
+        for path, error in rank_found.items():
+            found.setdefault(path, error)
+    return found
+
+
 def stop_requested(trial: RankTrial) -> bool:
     """Tune stopped the trial (a shared group's check, ``trial_server.stop_check``); every rank ends at once.
 
@@ -184,6 +205,7 @@ def report(
     trial: RankTrial,
     compiling: CompileDecision,
     checkpoint: ray.train.Checkpoint | None,
+    skipped_files: int | None = None,
 ) -> None:
     """Every rank reports (Ray Train expects it); rank 0's metrics carry all ranks' reports to Tune."""
     ranks = gather(meter.rank_report(rank, node_name(), device_name(device), peak_memory_gib(device)))
@@ -199,6 +221,7 @@ def report(
     summary.joules_per_sample = joules_per_sample([r.energy_j for r in ranks], meter.timed_samples)
     summary.trainable_params = trainable_params
     summary.compiled, summary.compile_reason = compiling.compiled, compiling.reason
+    summary.skipped_files = skipped_files
     ray.train.report(
         {
             TRIAL_ID_KEY: trial.trial_id,

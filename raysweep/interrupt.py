@@ -142,4 +142,5 @@ def fitting(active: bool) -> None:
         STOP.finish()
     if not active and STOP.data_error is not None:
         error, STOP.data_error = STOP.data_error, None
-        raise error if STOP.sweep_dir is None else error.resumable_at(str(STOP.sweep_dir))
+        # the directory as a path that resumes from anywhere (Tune restores only from an absolute one)
+        raise error if STOP.sweep_dir is None else error.resumable_at(str(Path(STOP.sweep_dir).resolve()))

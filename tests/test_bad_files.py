@@ -242,7 +242,8 @@ def test_a_data_error_stops_tune_once_and_is_raised_with_the_resume_command_when
     assert "tune asked to stop: 1" in proc.stdout
     (raised,) = [line for line in proc.stdout.splitlines() if line.startswith("raised: ")]
     assert raised.startswith("raised: imagefolder: images/x.jpg cannot be decoded (bad); fix or remove it")
-    assert "continue with: python -m raysweep.tune --resume results/sweep" in raised
+    # the sweep's directory as a path that resumes it from anywhere
+    assert f"continue with: python -m raysweep.tune --resume {REPO / 'results' / 'sweep'} " in raised
 
 
 def test_a_ranks_traceback_of_a_data_error_is_dropped_from_the_screen_and_other_tracebacks_are_kept():

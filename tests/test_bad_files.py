@@ -259,3 +259,15 @@ def test_a_ranks_traceback_of_a_data_error_is_dropped_from_the_screen_and_other_
     other = ["Error in training function:", "Traceback (most recent call last):", "ValueError: boom"]
     lines = ["raysweep: before", *data_error, *other, "raysweep: after"]
     assert without_reported_tracebacks(lines) == ["raysweep: before", *other, "raysweep: after"]
+
+
+def test_a_prepared_copy_has_no_copy_of_a_bad_file_and_its_trials_read_that_one_from_the_source(folder):
+    from trainers.node_cache import cache_root
+    from trainers.prepared import prepared_index
+
+    bad = truncated_jpeg(folder / "train" / "a" / "cut.jpg")
+    index = load_dataset("imagefolder", str(folder)).folder
+    copied = prepared_index(str(folder), index)
+    assert [f for f in copied.train.files if not f.startswith(str(cache_root(str(folder))))] == [str(bad)]
+    with pytest.raises(DataFileError, match="cut.jpg cannot be decoded"):  # as it fails without the copy
+        decode_file(str(bad), 3)

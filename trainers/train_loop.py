@@ -82,7 +82,7 @@ def train_trial(trial: RankTrial) -> None:
         if rank == 0:
             print(f"raysweep: resumed from checkpoint after epoch {len(meter.epochs) - 1}", flush=True)
     instruments = Instruments.of(params, plan, meter, rank, world, device, trial.fault_marker_dir)
-    allreduce_probe_ms, skipped = None, {}
+    allreduce_probe_ms = None
 
     for epoch in range(len(meter.epochs), params.epochs):
         try:
@@ -98,6 +98,8 @@ def train_trial(trial: RankTrial) -> None:
         every = params.checkpoint_every
         checkpoint = save_checkpoint(engine, meter, rank) if every and not last and (epoch + 1) % every == 0 else None
         skipped = skipped_files(batches, params.skip_bad_files)
+        if last and rank == 0:  # before the last report: the sweep may end as soon as it arrives
+            warn_skipped(skipped, trial.trial_id)
         report(
             meter,
             plan,
@@ -115,13 +117,6 @@ def train_trial(trial: RankTrial) -> None:
         discard(checkpoint)
         if not last and stop_requested(trial):
             break
-    if rank == 0 and skipped:
-        first = next(iter(skipped.values()))
-        print(
-            f"raysweep: warning: skip_bad_files: trial {trial.trial_id} skipped {len(skipped)} file(s) that cannot "
-            f"be read, the first {first.path} ({first.reason})",
-            flush=True,
-        )
     # A shared worker group's next trial runs in this process: nothing of this one may stay reachable.
     # A trial that raises ends its group (and the process), so only these two ends release.
     engine.close()
@@ -174,6 +169,17 @@ def skipped_files(batches: Batches, skip: bool) -> dict:
         for path, error in rank_found.items():
             found.setdefault(path, error)
     return found
+
+
+def warn_skipped(skipped: dict, trial_id: str) -> None:
+    """The trial's one warning about the files it skipped: how many, and the first."""
+    if skipped:
+        first = next(iter(skipped.values()))
+        print(
+            f"raysweep: warning: skip_bad_files: trial {trial_id} skipped {len(skipped)} file(s) that cannot be "
+            f"read, the first {first.path} {first.reason}",
+            flush=True,
+        )
 
 
 def stop_requested(trial: RankTrial) -> bool:

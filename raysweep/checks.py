@@ -1,10 +1,11 @@
-"""The checks of a trial: before Ray starts (``check_values``), and in planning (``check_trial``).
+"""The checks of a trial: before Ray starts (``check_values``), and in planning (``check_trial``, ``check_files``).
 
 ``check_values`` decides what the values and the model's declared shape decide, without torch or timm:
 a sweep that can never train is refused before Ray starts. ``check_trial`` needs the trainers'
 registries (timm, the dataset table) and the filesystem, so it belongs to planning, on the started
-cluster before any trial starts. With ``--address`` the data lives on the cluster's nodes, so the files
-are not checked here.
+cluster before any trial starts; so does ``check_files``, the header of every image of each image
+folder the trials read. With ``--address`` the data lives on the cluster's nodes, so the files are not
+checked here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from raysweep.core.errors import UsageError
+from raysweep.core.errors import DataFileError, UsageError
 from raysweep.core.params import TrialParams, choose
 
 
@@ -57,3 +58,24 @@ def check_trial(params: TrialParams, *, local_files: bool = True) -> None:
     if not os.access(params.data_dir, os.R_OK | os.X_OK):
         raise UsageError(f"data_dir {params.data_dir} is not readable by this user, whom the local workers run as")
     check_data_dir(params.dataset, params.data_dir, params.download, params.in_chans)
+
+
+def check_files(trials: list[TrialParams]) -> list[str]:
+    """Every image's header in each image folder the trials read (once a folder): the first unsound one raises its
+    ``DataFileError``, unless its trials skip bad files; then the notes say how many they will skip."""
+    from trainers.imagefolder import unreadable_images
+
+    folders = {(t.data_dir, t.skip_bad_files) for t in trials if t.dataset == "imagefolder" and t.data_dir}
+    notes, faults_of = [], {}
+    for data_dir, skip in sorted(folders):
+        if data_dir not in faults_of:
+            faults_of[data_dir] = unreadable_images(data_dir)
+        faults: list[DataFileError] = faults_of[data_dir]
+        if faults and not skip:
+            raise faults[0]
+        if faults:
+            notes.append(
+                f"imagefolder: {len(faults)} file(s) of {data_dir} cannot be read and are skipped "
+                f"(skip_bad_files), the first {faults[0].path} {faults[0].reason}"
+            )
+    return notes

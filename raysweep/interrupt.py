@@ -8,6 +8,10 @@ the latest, or at once on a second Ctrl-C, the process prints raysweep's resume 
 process of its local Ray (``cluster.kill_local_now``) and exits 130 (SIGINT) or 143 (SIGTERM), without
 unwinding through Ray: a Train run's thread still inside Ray would hold the exit.  Ray's own handler
 for SIGTERM in the driver (a native stack dump) is replaced once Ray is up (``reinstall``).
+
+A file of the dataset that cannot be read stops Tune the same way (``stop_for_data``): what the sweep has
+stays, and once Tune's run returns the ``DataFileError`` is raised, saying how to resume (the CLI prints it
+as its one error line and exits 2).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from raysweep.core.errors import DataFileError
 from raysweep.core.paths import shell_path
 from raysweep.runtime import cluster
 
@@ -39,6 +44,7 @@ class StopRequest:
         self.sweep_dir: Path | None = None  # a sweep that --resume can continue, once it is one
         self.in_fit = False
         self.finishing = threading.Lock()  # one finish: the grace timer's or a signal's
+        self.data_error: DataFileError | None = None  # the first that stopped Tune's run
 
     def handle(self, signum: int, frame) -> None:
         if self.finishing.locked():
@@ -55,10 +61,7 @@ class StopRequest:
             flush=True,
         )
         threading.Timer(GRACE_S, self.finish).start()
-        logging.getLogger("ray.tune").setLevel(logging.CRITICAL)  # its stop advice is Tune's, not raysweep's
-        tune_stop = signal.getsignal(signal.SIGUSR1)
-        if callable(tune_stop):
-            tune_stop(signum, frame)
+        stop_tune(signum, frame)
 
     def finish(self) -> None:
         """Say how to continue, end the local Ray, exit with the signal's status."""
@@ -81,6 +84,22 @@ STOP = StopRequest()
 def stop_requested() -> bool:
     """A Ctrl-C or SIGTERM has asked the sweep to stop."""
     return STOP.received is not None
+
+
+def stop_tune(signum: int = signal.SIGUSR1, frame=None) -> None:
+    """Ask Tune's run in this process to stop as its own SIGUSR1 handler does: it saves its experiment state, the
+    trials it cut off run again on ``--resume`` and the ones not started stay pending."""
+    logging.getLogger("ray.tune").setLevel(logging.CRITICAL)  # its stop advice is Tune's, not raysweep's
+    tune_stop = signal.getsignal(signal.SIGUSR1)
+    if callable(tune_stop):
+        tune_stop(signum, frame)
+
+
+def stop_for_data(error: DataFileError) -> None:
+    """A trial met a file the dataset cannot read: stop Tune's run (once), and raise ``error`` when it returns."""
+    if STOP.data_error is None:
+        STOP.data_error = error
+        stop_tune()
 
 
 def resume_line(sweep_dir: Path | None) -> str:
@@ -127,7 +146,11 @@ def resumable(sweep_dir: Path | None) -> None:
 
 
 def fitting(active: bool) -> None:
-    """Tune's run starts (a signal asks it to stop) or has returned (a signal received meanwhile ends the process)."""
+    """Tune's run starts (a signal asks it to stop) or has returned (a signal received meanwhile ends the process;
+    a data error that stopped it is raised, with the command that resumes the sweep)."""
     STOP.in_fit = active
     if not active and STOP.received is not None:
         STOP.finish()
+    if not active and STOP.data_error is not None:
+        error, STOP.data_error = STOP.data_error, None
+        raise error if STOP.sweep_dir is None else error.resumable_with(resume_command(STOP.sweep_dir))

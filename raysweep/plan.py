@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from raysweep.checks import check_trial
+from raysweep.checks import check_files, check_trial
 from raysweep.core.compile_decision import CompileDecision, decide_compile, engine_refusal
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
@@ -17,7 +17,8 @@ from raysweep.text_table import format_table
 def plan_trials(
     space: SearchSpace, capacity: Capacity, *, local_files: bool = True
 ) -> tuple[list[TrialParams], list[str]]:
-    """Expand, resolve for this cluster, validate, and check each trial can ever fit."""
+    """Expand, resolve for this cluster, validate, check each trial can ever fit and (``local_files``) that the
+    image folders' files have sound headers."""
     trials, notes = [], []
     for params, fits in resolved_trials(space, capacity):
         check_trial(params, local_files=local_files)
@@ -31,6 +32,8 @@ def plan_trials(
         trials.append(params)
     if not trials:
         raise UsageError(f"space {space.name} has no trial that fits this cluster ({capacity.describe()})")
+    if local_files:
+        notes += check_files(trials)
     return trials, list(dict.fromkeys(notes))  # the repeats of a dropped point are one note
 
 

@@ -23,6 +23,7 @@ from raysweep.core.ranking import best_trial, ranked, ranking_of, searched_of, v
 from raysweep.core.schema import raysweep_version
 from raysweep.core.spec import TrialSpec
 from raysweep.core.store import ResultStore
+from raysweep.data_stop import DataErrorStop
 from raysweep.economy import economy_line, sweep_economy
 from raysweep.options import SweepOptions
 from raysweep.plan import first_trial, plan_trials, trial_table
@@ -80,7 +81,8 @@ def run_sweep(
                         print(line)
                 total = planned_total(space, trials)
                 store.write_sweep_json(sweep_manifest(options, space, store, trials, notes, total))
-                callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, total)]
+                recorder = ResultTablesCallback(store)
+                callbacks = [recorder, DataErrorStop(store, recorder), *watch_callbacks(options, sweep, store, total)]
                 started = time.time()
                 fit_trials(trials_tuner(options, store, trials, callbacks, space), store)
             return summarise(store, options, time.time() - started, launched_at)

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from raysweep.core.errors import UsageError
+from raysweep.core.errors import DataFileError, UsageError
 from trainers.channel_stats import ChannelStats
 from trainers.imagefolder import FolderIndex, index_imagefolder
 from trainers.node_cache import build_once, cache_root, map_in_processes, source_key
@@ -112,8 +112,8 @@ def read_array(path: str) -> np.ndarray:
                 values = archive[archive.files[0]]
         else:
             values = tiff_module(path).imread(path)
-    except Exception as e:
-        raise bad_file(path, f"cannot read it ({type(e).__name__}: {e})") from e
+    except Exception as e:  # a sound header over values cut short or damaged: read around with skip_bad_files
+        raise DataFileError(path, "arrays", f"cannot be read ({type(e).__name__}: {e})") from e
     values = values[None] if values.ndim == 2 else values
     return np.ascontiguousarray(values.transpose(2, 0, 1) if header.channels_last else values)
 

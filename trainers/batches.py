@@ -26,7 +26,9 @@ from trainers.imagefolder import (
     DecodedImages,
     EncodedImages,
     Split,
+    UnreadableFiles,
     all_jpeg,
+    collate_decoded,
     collate_encoded,
     decode_on_device,
 )
@@ -88,12 +90,14 @@ class FolderLoading:
     """How an image folder reaches the device: the crop recipe, channels, decoder and loader processes.
 
     ``workers`` loader processes read and decode, except for a pixel copy on a GPU rank (``PIXEL_READERS``).
+    ``skip_bad_files``: files that cannot be decoded are counted and read around instead of stopping the trial.
     """
 
     recipe: CropRecipe = CropRecipe()
     in_chans: int = 3
     decode: str = "auto"  # auto | cpu | gpu
     workers: int = 1
+    skip_bad_files: bool = False
 
 
 def shard_indices(num_samples: int, rank: int, world: int, epoch: int, seed: int, shuffle: bool) -> torch.Tensor:
@@ -137,6 +141,7 @@ class Batches:
         home = device if size <= DEVICE_RESIDENT_BYTES else torch.device("cpu")
         self.train_x, self.train_y, self.val_x, self.val_y = (None if t is None else t.to(home) for t in tensors)
         self.synthetic_x: torch.Tensor | None = None
+        self.unreadable = UnreadableFiles(loading.skip_bad_files)
 
     def batch(self, x: torch.Tensor, y: torch.Tensor, take: torch.Tensor, augment: bool):
         take = take.to(x.device)
@@ -170,7 +175,7 @@ class Batches:
                 dataset, collate = EncodedImages(split), collate_encoded
             else:
                 dataset = DecodedImages(split, self.image_size, self.loading.in_chans, recipe, self.seed)
-                dataset.epoch, collate = epoch, None
+                dataset.epoch, collate = epoch, collate_decoded
             items = DataLoader(
                 dataset,
                 batch_size=micro_batch,
@@ -187,7 +192,8 @@ class Batches:
         generator = torch.Generator().manual_seed(self.seed + 1000 * epoch + self.rank)
 
         def prepare(batch: tuple) -> tuple[torch.Tensor, torch.Tensor]:
-            pixels, labels = batch
+            pixels, labels, *unreadable = batch  # decoded batches carry the files read around
+            self.unreadable.met(unreadable[0] if unreadable else [])
             if stored and gpu:
                 flat, shapes = pixels
                 on_device = (flat.to(self.device, non_blocking=True), shapes)
@@ -269,6 +275,7 @@ def make_batches(
         params.in_chans,
         params.decode,
         loader_workers(params),
+        params.skip_bad_files,
     )
     data = folder_to_read(params, data, image_size, loading.workers, rank)
     dp_rank = rank // params.sequence_parallel

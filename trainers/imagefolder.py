@@ -9,14 +9,16 @@ nvJPEG on the device (``torchvision.io.decode_jpeg(list, device="cuda")``), then
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, default_collate
 
-from raysweep.core.errors import UsageError
+from raysweep.core.errors import DataFileError, UsageError
 from trainers.crops import CropRecipe, back_to_back, crop_images, train_crop, val_crop
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
@@ -99,11 +101,18 @@ def check_imagefolder(data_dir: str) -> None:
     index_imagefolder(data_dir)
 
 
+def unreadable_images(data_dir: str) -> list[DataFileError]:
+    """The image folder's files whose headers are not sound (``header_faults``), both splits."""
+    index = index_imagefolder(data_dir)
+    return header_faults([*index.train.files, *index.val.files], "imagefolder")
+
+
 def decode_file(path: str, in_chans: int) -> torch.Tensor:
     """uint8 (in_chans, H, W) from any format torchvision or PIL decodes; grey, CMYK and palettes converted.
 
-    A file neither can decode raises a UsageError naming it: a corrupt input stops the trial rather
-    than silently shrinking the split.
+    A file neither can decode raises a ``DataFileError`` naming it: a corrupt input stops the sweep (or,
+    with ``skip_bad_files``, is counted and read around: ``DecodedImages``) rather than silently shrinking
+    the split.
     """
     from torchvision.io import ImageReadMode, decode_image
 
@@ -114,18 +123,72 @@ def decode_file(path: str, in_chans: int) -> torch.Tensor:
         pass  # formats libjpeg/libpng of torchvision reject (some CMYK, TIFF, odd GIFs): PIL next
     try:
         import numpy as np
-        from PIL import Image
+        from PIL import Image, UnidentifiedImageError
 
         with Image.open(path) as img:
             pixels = np.asarray(img.convert("L" if in_chans == 1 else "RGB"))
+    except UnidentifiedImageError as e:
+        raise DataFileError(path, "imagefolder", "cannot be decoded (not an image torchvision or PIL reads)") from e
     except Exception as e:  # PIL raises many types for damaged files; each means the same here
-        raise UsageError(f"imagefolder: cannot decode {path}: {e}") from e
+        raise DataFileError(path, "imagefolder", f"cannot be decoded ({e})") from e
     pixels = pixels[None] if pixels.ndim == 2 else pixels.transpose(2, 0, 1)
     return torch.from_numpy(pixels.copy())
 
 
+# Files between two progress lines of the header check; a folder of fewer is checked without them.
+PROGRESS_EVERY = 20_000
+# Threads reading headers: the reads wait on the disk (or a network filesystem), not on the CPU.
+HEADER_THREADS = 16
+
+
+def header_fault(path: str) -> str | None:
+    """What is wrong with the image file's header (None where it is sound): PIL's parse of its header alone.
+
+    Cheap (a few KB read, nothing decoded): a file cut short after its header passes, and fails when a
+    rank decodes it.  A file PIL does not recognise is decoded once (torchvision reads some formats PIL
+    does not); only a file neither reads is a fault.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as img:
+            img.size  # noqa: B018 - parsing the header is the check
+    except UnidentifiedImageError:
+        try:
+            decode_file(path, 3)
+        except DataFileError as e:
+            return e.reason
+    except OSError as e:
+        if e.errno is not None:  # the filesystem's refusal (PIL's own OSErrors carry no errno)
+            return f"cannot be read ({e.strerror})"
+        return f"has a damaged header ({e})"
+    except Exception as e:  # a damaged header: PIL raises other types too
+        return f"has a damaged header ({e})"
+    return None
+
+
+def header_faults(files: list[str], dataset: str, threads: int = HEADER_THREADS) -> list[DataFileError]:
+    """Every file of ``files`` whose header is not sound (``header_fault``), in order; read in ``threads`` threads,
+    with a progress line on stderr every ``PROGRESS_EVERY`` files of a large folder."""
+    faults = []
+    with ThreadPoolExecutor(threads) as pool:
+        for done, (file, fault) in enumerate(zip(files, pool.map(header_fault, files), strict=True), start=1):
+            if fault is not None:
+                faults.append(DataFileError(file, dataset, fault))
+            if done % PROGRESS_EVERY == 0:
+                print(f"raysweep: {dataset}: checked the headers of {done}/{len(files)} files", file=sys.stderr)
+    return faults
+
+
 class DecodedImages(Dataset):
-    """CPU path: ``(uint8 (C, size, size), label)``; a training sample's crop is drawn from (seed, epoch, index)."""
+    """CPU path: ``(uint8 (C, size, size), label, unreadable)``; a training sample's crop is drawn from (seed, epoch,
+    index).
+
+    A file that cannot be read (``DataFileError``) is read around: the sample is the split's next readable file,
+    and the errors ride along with it (``unreadable``) to the rank's process, which stops the trial at the first
+    or, with ``skip_bad_files``, counts them (``UnreadableFiles``).  A loader process cannot raise it there
+    itself: the DataLoader re-raises a worker's exception as a new one built from its message alone.
+    """
 
     def __init__(self, split: Split, size: int, in_chans: int, recipe: CropRecipe | None, seed: int):
         self.split, self.size, self.in_chans, self.recipe, self.seed = split, size, in_chans, recipe, seed
@@ -134,13 +197,45 @@ class DecodedImages(Dataset):
     def __len__(self) -> int:
         return len(self.split)
 
-    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        image = self.split.read(i, self.in_chans)
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int, list[DataFileError]]:
+        unreadable = []
+        for j in (i + k for k in range(len(self.split))):
+            try:
+                image, read = self.split.read(j % len(self.split), self.in_chans), j % len(self.split)
+                break
+            except DataFileError as e:
+                unreadable.append(e)
+        else:
+            raise unreadable[0]  # no file of the split reads: nothing to read around with
+        label = self.split.labels[read]
         if self.recipe is None:
-            return val_crop(image, self.size), self.split.labels[i]
+            return val_crop(image, self.size), label, unreadable
         # a generator per sample: the crop does not depend on which worker process decodes it
         generator = torch.Generator().manual_seed(hash((self.seed, self.epoch, i)) & (2**63 - 1))
-        return train_crop(image, self.size, self.recipe, generator), self.split.labels[i]
+        return train_crop(image, self.size, self.recipe, generator), label, unreadable
+
+
+def collate_decoded(
+    samples: list[tuple[torch.Tensor, int, list[DataFileError]]],
+) -> tuple[torch.Tensor, torch.Tensor, list[DataFileError]]:
+    """A micro batch of ``DecodedImages``: its pixels and labels as the default collate makes them, and the
+    errors of the files read around."""
+    pixels, labels = default_collate([(image, label) for image, label, _ in samples])
+    return pixels, labels, [e for _, _, unreadable in samples for e in unreadable]
+
+
+@dataclass
+class UnreadableFiles:
+    """The files a rank could not read, in the order met: with ``skip`` counted, else the first stops the trial."""
+
+    skip: bool
+    found: dict[str, DataFileError] = field(default_factory=dict)  # by path
+
+    def met(self, errors: list[DataFileError]) -> None:
+        for error in errors:
+            if not self.skip:
+                raise error
+            self.found.setdefault(error.path, error)
 
 
 class EncodedImages(Dataset):

@@ -11,6 +11,9 @@ Trials read it with ``prepare=auto`` (the default) when it pays: the source's im
 resolution needs no more (validation resizes to ``image_size / 0.875``: 256 at 224 px).  The build runs
 in the first trial's rank on each node, in its ``loader_workers`` processes; later trials find it built.
 
+A source file that cannot be decoded has no copy (``UNCOPIED`` lists it): trials read it from the source,
+where it fails as it would without the copy (it stops the sweep, or ``skip_bad_files`` reads around it).
+
 Location: ``<data_dir>/.raysweep-prepared/<key>/`` when ``data_dir`` is writable, else
 ``~/.cache/raysweep/prepared/<key>/``; smaller than the source where its images are larger.
 Old keys are not removed (delete the folder to reclaim the space).
@@ -22,6 +25,7 @@ import os
 import statistics
 from pathlib import Path
 
+from raysweep.core.errors import DataFileError
 from trainers.crops import resized_to, val_short_side
 from trainers.imagefolder import FolderIndex, FolderSplit, decode_file, index_imagefolder
 from trainers.node_cache import build_once, cache_root, map_in_processes, sampled_sizes, source_key
@@ -30,13 +34,20 @@ SHORT_SIDE = 256
 JPEG_QUALITY = 90
 # files per task handed to a build process
 BUILD_CHUNK = 64
+# In a copy: the source files it has no copy of (one path a line), since they cannot be decoded.
+UNCOPIED = "uncopied.txt"
 
 
-def write_resized(source: str, target: Path) -> None:
+def write_resized(source: str, target: Path) -> str | None:
+    """Write ``source``'s copy at ``target``; ``source`` itself where it cannot be decoded (no copy written)."""
     from torchvision.io import encode_jpeg
 
-    image = resized_to(decode_file(source, 3), SHORT_SIDE)
+    try:
+        image = resized_to(decode_file(source, 3), SHORT_SIDE)
+    except DataFileError:
+        return source
     target.write_bytes(encode_jpeg(image, quality=JPEG_QUALITY).numpy().tobytes())
+    return None
 
 
 def copy_name(data_dir: str, file: str) -> str:
@@ -68,16 +79,21 @@ def prepare_imagefolder(data_dir: str, index: FolderIndex | None = None, workers
         targets = [partial / copy_name(data_dir, f) for f in sources]
         for folder in {t.parent for t in targets}:
             folder.mkdir(parents=True, exist_ok=True)
-        map_in_processes(write_resized, sources, targets, workers=workers, chunksize=BUILD_CHUNK)
+        uncopied = map_in_processes(write_resized, sources, targets, workers=workers, chunksize=BUILD_CHUNK)
+        (partial / UNCOPIED).write_text("".join(f"{source}\n" for source in uncopied if source is not None))
 
     return str(build_once(cache_root(data_dir), source_key(data_dir, index), build))
 
 
 def prepared_index(data_dir: str, index: FolderIndex, workers: int = 1) -> FolderIndex:
-    """``index`` with every file replaced by its prepared copy, in the same order (built first if needed)."""
+    """``index`` with every file replaced by its prepared copy, in the same order (built first if needed); a file
+    with no copy (it cannot be decoded) stays the source's."""
     copy = prepare_imagefolder(data_dir, index, workers)
+    uncopied_list = Path(copy) / UNCOPIED
+    uncopied = set(uncopied_list.read_text().splitlines()) if uncopied_list.is_file() else set()
 
     def moved(split: FolderSplit) -> FolderSplit:
-        return FolderSplit([os.path.join(copy, copy_name(data_dir, f)) for f in split.files], split.labels)
+        files = [f if f in uncopied else os.path.join(copy, copy_name(data_dir, f)) for f in split.files]
+        return FolderSplit(files, split.labels)
 
     return FolderIndex(index.classes, moved(index.train), moved(index.val))

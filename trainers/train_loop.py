@@ -97,6 +97,9 @@ def train_trial(trial: RankTrial) -> None:
         last = epoch == params.epochs - 1
         every = params.checkpoint_every
         checkpoint = save_checkpoint(engine, meter, rank) if every and not last and (epoch + 1) % every == 0 else None
+        skipped = skipped_files(batches, params.skip_bad_files)
+        if last and rank == 0:  # before the last report: the sweep may end as soon as it arrives
+            warn_skipped(skipped, trial.trial_id)
         report(
             meter,
             plan,
@@ -109,6 +112,7 @@ def train_trial(trial: RankTrial) -> None:
             trial=trial,
             compiling=compiling,
             checkpoint=checkpoint,
+            skipped_files=len(skipped) if params.skip_bad_files else None,
         )
         discard(checkpoint)
         if not last and stop_requested(trial):
@@ -155,6 +159,29 @@ def evaluate(engine, batches: Batches, micro_batch: int, device) -> tuple[float 
     return (loss / count, correct / count) if count else (None, None)
 
 
+def skipped_files(batches: Batches, skip: bool) -> dict:
+    """With ``skip_bad_files``: every rank's skipped files so far (path: its ``DataFileError``), the same on every
+    rank (a collective of every rank); else nothing (a bad file has stopped the trial)."""
+    if not skip:
+        return {}
+    found = {}
+    for rank_found in gather(batches.unreadable.found):
+        for path, error in rank_found.items():
+            found.setdefault(path, error)
+    return found
+
+
+def warn_skipped(skipped: dict, trial_id: str) -> None:
+    """The trial's one warning about the files it skipped: how many, and the first."""
+    if skipped:
+        first = next(iter(skipped.values()))
+        print(
+            f"raysweep: warning: skip_bad_files: trial {trial_id} skipped {len(skipped)} file(s) that cannot be "
+            f"read, the first {first.path} {first.reason}",
+            flush=True,
+        )
+
+
 def stop_requested(trial: RankTrial) -> bool:
     """Tune stopped the trial (a shared group's check, ``trial_server.stop_check``); every rank ends at once.
 
@@ -184,6 +211,7 @@ def report(
     trial: RankTrial,
     compiling: CompileDecision,
     checkpoint: ray.train.Checkpoint | None,
+    skipped_files: int | None = None,
 ) -> None:
     """Every rank reports (Ray Train expects it); rank 0's metrics carry all ranks' reports to Tune."""
     ranks = gather(meter.rank_report(rank, node_name(), device_name(device), peak_memory_gib(device)))
@@ -199,6 +227,7 @@ def report(
     summary.joules_per_sample = joules_per_sample([r.energy_j for r in ranks], meter.timed_samples)
     summary.trainable_params = trainable_params
     summary.compiled, summary.compile_reason = compiling.compiled, compiling.reason
+    summary.skipped_files = skipped_files
     ray.train.report(
         {
             TRIAL_ID_KEY: trial.trial_id,

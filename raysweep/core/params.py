@@ -206,6 +206,13 @@ class TrialParams:
             "decoded once per node into memory-mapped uint8 (no decode per trial; about 12x the JPEG's disk)"
         },
     )
+    skip_bad_files: bool = field(
+        default=False,
+        metadata={
+            "doc": "imagefolder/arrays: skip the files that cannot be read (each rank reads another in its place), "
+            "counted in skipped_files; false = the first one stops the sweep, naming it"
+        },
+    )
     seed: int = field(default=0, metadata={"doc": "seed for data order and weights"})
     repeat: int = field(
         default=0,

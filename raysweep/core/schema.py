@@ -122,6 +122,10 @@ class TrialReport:
     final_loss: float | None = column("last epoch's training loss")
     val_accuracy: float | None = column("last epoch's held-out accuracy")
     retries: int = column("worker-group restarts (a killed rank, a failed collective)", default=0, arrow="int32")
+    skipped_files: int | None = column(
+        "with skip_bad_files: the distinct files the trial's ranks could not read and skipped; NULL without it",
+        arrow="int32",
+    )
     worker_group: str | None = column(
         "the Ray Train run whose worker processes ran the trial: trials with one value shared processes"
     )

@@ -15,9 +15,12 @@ from ray.train import TrainingFailedError
 from ray.tune.integration.ray_train import TuneReportCallback
 
 from raysweep.core.compile_decision import CompileCost, measured_cost
+from raysweep.core.errors import DataFileError
 from raysweep.core.spec import RANK_TRIAL_KEY, RankTrial, TrialSpec, spec_of
 from raysweep.core.store import ResultStore
+from raysweep.runtime.failures import find_error
 from raysweep.runtime.retry import retried
+from raysweep.runtime.stop_requests import stop_for
 from raysweep.runtime.train_run import torch_trainer
 from raysweep.runtime.worker_groups import run_in_group
 
@@ -32,10 +35,17 @@ def train_driver_fn(config: dict) -> None:
     trial = RankTrial(
         spec, trial_id, started_at, run_dir=spec.run_dir(trial_id), compile_cost=measured_compile_cost(spec)
     )
-    if spec.share_workers:
-        run_in_group(trial)
-    else:
-        run_alone(trial)
+    try:
+        if spec.share_workers:
+            run_in_group(trial)
+        else:
+            run_alone(trial)
+    except Exception as e:
+        data_error = find_error(e, DataFileError)
+        # every trial would meet the file: the sweep stops, and this trial runs again on --resume
+        if data_error is not None and stop_for(spec.sweep, trial_id, data_error):
+            raise SystemExit(0) from None  # as ray.tune.report does for a stopped trial
+        raise
 
 
 def run_alone(trial: RankTrial) -> None:

@@ -8,8 +8,9 @@ detached PlacementGroupCleaner actor warns every second that the State API is un
 dashboard is off (and prints a traceback when several local Ray instances run on one machine); nothing it
 prints is about the user's sweep. The torch profiler of a trial's profiled window writes trace points and
 errors that do not concern its measurement from every rank, and Ray forwards them seconds later, below the
-sweep's summary. The forwarding is filtered on the driver, so those lines are kept in the files and
-dropped from the screen only.
+sweep's summary. A rank's traceback of a file the dataset cannot read is dropped too: the sweep's process
+prints that error as its one line (``raysweep.data_stop``). The forwarding is filtered on the driver, so
+those lines are kept in the files and dropped from the screen only.
 """
 
 from __future__ import annotations
@@ -35,8 +36,32 @@ CHATTERING_ACTORS = ("PlacementGroupCleaner",)  # Ray Train's internal actors wh
 PRINTER = "ray_print_logs"  # the name ray.init gives its forwarding handler
 
 
+# Where Ray Train's worker logs the traceback of its training function's error, and the last line of one the
+# sweep's process reports itself.
+TRACEBACK_START = "Error in training function:"
+REPORTED_ERROR = "raysweep.core.errors.DataFileError:"
+
+
 def is_chatter(line: str) -> bool:
     return any(marker in line for marker in CHATTER)
+
+
+def without_reported_tracebacks(lines: list[str]) -> list[str]:
+    """``lines`` less each rank traceback (from ``TRACEBACK_START``) that ends in an error the sweep reports itself."""
+    kept: list[str] = []
+    start = None  # where the traceback being read began in ``kept``
+    dropped = False  # the line before was a dropped traceback's last: the blank line after it goes too
+    for line in lines:
+        if TRACEBACK_START in line:
+            start = len(kept)
+        if start is not None and REPORTED_ERROR in line:
+            del kept[start:]
+            start, dropped = None, True
+            continue
+        if not (dropped and not line.strip()):
+            kept.append(line)
+        dropped = False
+    return kept
 
 
 def is_chattering_actor(name: str) -> bool:
@@ -55,7 +80,7 @@ def quiet_forwarded_logs() -> None:
     def print_without_chatter(data: dict) -> None:
         if is_chattering_actor(data.get("actor_name") or data.get("task_name") or ""):
             return
-        lines = [line for line in data.get("lines", []) if not is_chatter(line)]
+        lines = [line for line in without_reported_tracebacks(data.get("lines", [])) if not is_chatter(line)]
         if lines:
             printer({**data, "lines": lines})
 

@@ -34,7 +34,8 @@ from typing import Any
 import yaml
 
 from raysweep.core.errors import UsageError
-from raysweep.core.params import TrialParams
+from raysweep.core.names import unknown_name
+from raysweep.core.params import PARAMETERS_LISTING, TrialParams
 from raysweep.search_config import SEARCH_KEYS, AxisKinds, SearchChoices, SearchConfig, search_config_from
 
 SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
@@ -187,7 +188,7 @@ def check_keys(values: dict[str, Any], where: str) -> None:
     known = TrialParams.field_names()
     for key in values:
         if key not in known:
-            raise UsageError(f"{where}: unknown trial parameter {key!r}; known: {', '.join(known)}")
+            raise UsageError(f"{where}: {unknown_name('trial parameter', key, known, PARAMETERS_LISTING)}")
 
 
 def sample(spec: dict[str, Any], rng: random.Random) -> Any:
@@ -278,7 +279,7 @@ def space_from_mapping(name: str, doc: Any, where: str) -> SearchSpace:
         raise UsageError(f"{where}: a space file is a mapping with keys {', '.join(sorted(SPACE_KEYS))}")
     unknown = set(doc) - SPACE_KEYS
     if unknown:
-        raise UsageError(f"{where}: unknown key {sorted(unknown)[0]!r}; allowed: {', '.join(sorted(SPACE_KEYS))}")
+        raise UsageError(f"{where}: {unknown_name('key', sorted(unknown)[0], sorted(SPACE_KEYS))}")
     axes = doc.get("axes") or {}
     grids = axes if isinstance(axes, list) else [axes]
     for grid in grids:
@@ -331,6 +332,7 @@ def load_space(name_or_path: str) -> SearchSpace:
         return parse_space(path.stem, path.read_text(), str(path))
     bundled = SPACES_DIR / f"{name_or_path}.yaml"
     if not bundled.is_file():
-        names = ", ".join(p.stem for p in sorted(SPACES_DIR.glob("*.yaml")))
-        raise UsageError(f"unknown space {name_or_path!r}; bundled spaces: {names} (or give a path to a .yaml file)")
+        names = [p.stem for p in sorted(SPACES_DIR.glob("*.yaml"))]
+        listing = "--list-spaces; or give a path to a .yaml file"
+        raise UsageError(unknown_name("space", name_or_path, names, listing))
     return parse_space(name_or_path, bundled.read_text(), str(bundled))

@@ -18,6 +18,7 @@ from raysweep.api import (
     resume_sweep,
     run_planned,
 )
+from raysweep.core.command import ArgumentParser, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import REPORTED_METRICS
@@ -39,7 +40,7 @@ EXAMPLES = """examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="python -m raysweep.tune",
         description="Run a search space as a Ray Tune sweep; every trial is a Ray Train TorchTrainer "
         "running a DeepSpeed data-parallel ViT. Results are Parquet tables under --results-dir.",
@@ -260,11 +261,7 @@ def parse_command(argv: list[str] | None) -> Command:
 
 def main(argv: list[str] | None = None) -> int:
     with interrupt.handled():
-        try:
-            return run(parse_command(argv))
-        except UsageError as e:
-            print(f"raysweep: error: {e}", file=sys.stderr)
-            return 2
+        return run_command(lambda args: run(parse_command(args)), argv)
 
 
 def run(command: Command) -> int:

@@ -4,7 +4,8 @@
 ``compare([sweep_dir, ...])`` writes one report of two or more sweeps side by side.
 
 They load on first use: importing the package imports none of its modules, so ``python -m analysis.predict``
-runs the module it names rather than a copy the package imported first (runpy's RuntimeWarning).
+runs the module it names rather than a copy the package imported first (runpy's RuntimeWarning). (``compare``
+lives in ``analysis.comparison``: a submodule named ``compare`` would replace the function once imported.)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def __getattr__(name: str) -> Any:
 
         return analyze
     if name == "compare":
-        from analysis.compare import compare
+        from analysis.comparison import compare
 
         return compare
     if name == "AnalysisError":

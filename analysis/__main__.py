@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from analysis.api import analyze
-from analysis.compare import compare
+from analysis.comparison import compare
 from raysweep.core.command import ArgumentParser, run_command
 
 

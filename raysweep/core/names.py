@@ -8,11 +8,19 @@ from collections.abc import Iterable
 
 # More names than this are not listed in a message; it points at their listing instead.
 LISTED_AT_MOST = 16
+# difflib's similarity (2 x matching characters / both lengths) a suggestion needs, and how far below the
+# closest one another may be: num_worker suggests num_workers (0.95), not also cpus_per_worker (0.64).
+CLOSE_ENOUGH = 0.6
+WITHIN_OF_CLOSEST = 0.1
 
 
 def closest(name: object, known: Iterable[str], count: int = 3) -> list[str]:
-    """Up to ``count`` of ``known`` closest to ``name``, closest first; none where nothing is close."""
-    return difflib.get_close_matches(str(name), list(known), n=count, cutoff=0.6)
+    """Up to ``count`` of ``known`` closest to ``name``, closest first, each within ``WITHIN_OF_CLOSEST`` of the
+    closest; none where nothing is ``CLOSE_ENOUGH``."""
+    name = str(name)
+    matches = difflib.get_close_matches(name, list(known), n=count, cutoff=CLOSE_ENOUGH)
+    ratios = [difflib.SequenceMatcher(None, name, match).ratio() for match in matches]
+    return [match for match, ratio in zip(matches, ratios) if ratio >= ratios[0] - WITHIN_OF_CLOSEST]
 
 
 def did_you_mean(name: object, known: Iterable[str]) -> str:

@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 
 from raysweep.core.errors import UsageError
-from raysweep.core.names import unknown_name
+from raysweep.core.names import did_you_mean, unknown_name
 from raysweep.core.params import PARAMETERS_LISTING, TrialParams
 from raysweep.search_config import SEARCH_KEYS, AxisKinds, SearchChoices, SearchConfig, search_config_from
 
@@ -211,9 +211,10 @@ def check_axis(name: str, value: Any, where: str) -> None:
         return
     if isinstance(value, dict):
         if len(value) != 1 or next(iter(value)) not in DISTRIBUTIONS:
+            hint = did_you_mean(next(iter(value)), DISTRIBUTIONS) if len(value) == 1 else ""
             raise UsageError(
                 f"{where}: axis {name!r} must be a list of values or one of "
-                f"{{{', '.join(DISTRIBUTIONS)}: [...]}}, got {value!r}"
+                f"{{{', '.join(DISTRIBUTIONS)}: [...]}}, got {value!r}{hint}"
             )
         ((kind, args),) = value.items()
         if not isinstance(args, list) or (kind != "choice" and len(args) != DISTRIBUTIONS[kind]) or not args:

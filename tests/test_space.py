@@ -284,6 +284,7 @@ def test_override_of_an_unknown_parameter_is_rejected():
         ("axes:\n  num_workers: []\n", ["axis 'num_workers' has no values"]),
         ("axes:\n  num_workers: 4\n", ["axis 'num_workers' must be a list of values or a distribution"]),
         ("axes:\n  lr: {gaussian: [0, 1]}\n", ["axis 'lr' must be a list of values or one of", "loguniform"]),
+        ("axes:\n  lr: {logunifrom: [0.1, 1]}\n", ["got {'logunifrom': [0.1, 1]}; did you mean 'loguniform'?"]),
         ("axes:\n  lr: {uniform: [0.1]}\n", ["distribution uniform of axis 'lr' needs a list of 2 values"]),
         ("axes:\n  lr: {uniform: 0.1}\n", ["distribution uniform of axis 'lr'"]),
         ("axes:\n  optimizer: {choice: []}\n", ["distribution choice of axis 'optimizer'"]),

@@ -4,15 +4,14 @@ two or more sweeps one comparison report."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 from analysis.api import analyze
-from analysis.compare import compare
-from analysis.errors import AnalysisError
+from analysis.comparison import compare
+from raysweep.core.command import ArgumentParser, run_command
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__)
+    parser = ArgumentParser(prog="python -m analysis", description=__doc__)
     parser.add_argument(
         "sweep_dirs",
         nargs="+",
@@ -36,16 +35,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return run_command(report_command, argv)
+
+
+def report_command(argv: list[str] | None) -> int:
     args = parse_args(argv)
-    try:
-        if len(args.sweep_dirs) == 1:
-            report = analyze(args.sweep_dirs[0], target=args.target, out_dir=args.out)
-        else:
-            report = compare(args.sweep_dirs, out_dir=args.out, target=args.target)
-    except AnalysisError as exc:
-        print(f"analysis: error: {exc}", file=sys.stderr)
-        return 2
-    print(report)
+    if len(args.sweep_dirs) == 1:
+        path = analyze(args.sweep_dirs[0], target=args.target, out_dir=args.out)
+    else:
+        path = compare(args.sweep_dirs, out_dir=args.out, target=args.target)
+    print(path)
     return 0
 
 

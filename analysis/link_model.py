@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from analysis.errors import AnalysisError
+from raysweep.core.names import unknown_name
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 INTRA_NODE, INTER_NODE = "intra_node", "inter_node"
@@ -31,7 +32,7 @@ LINK_CLASSES = (INTRA_NODE, INTER_NODE)
 def cost_terms(collective: str, ranks: int) -> tuple[float, float]:
     """(alpha multiplier, bytes-over-beta multiplier) of the ring algorithm on ``ranks`` ranks."""
     if collective not in COLLECTIVES:
-        raise AnalysisError(f"unknown collective {collective!r}: one of {', '.join(COLLECTIVES)}")
+        raise AnalysisError(unknown_name("collective", collective, COLLECTIVES))
     if ranks <= 1:
         return 0.0, 0.0
     steps = ranks - 1
@@ -133,7 +134,9 @@ NAMED_LINKS: dict[str, tuple[str, float, float, str]] = {
 def named_link(name: str, link_class: str | None = None) -> Links:
     """A named link's constants, for its own class or ``link_class``."""
     if name not in NAMED_LINKS:
-        raise AnalysisError(f"unknown link {name!r}: one of {', '.join(NAMED_LINKS)} or a links.parquet path")
+        raise AnalysisError(
+            unknown_name("link", name, NAMED_LINKS, f"{', '.join(NAMED_LINKS)} or a links.parquet path")
+        )
     own_class, alpha, beta, _source = NAMED_LINKS[name]
     return uniform(name, link_class or own_class, alpha, beta)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from analysis.errors import AnalysisError
 from analysis.link_model import INTER_NODE, INTRA_NODE, NAMED_LINKS, Links, links_from_table, named_link
 from analysis.load import load_sweep
 from analysis.step_model import ComputeCurve, Engine, comm_s, step_s, step_traffic
+from raysweep.core.command import ArgumentParser, run_command
 from raysweep.core.status import is_completed
 
 LINKS_FILE = Path("links") / "links.parquet"
@@ -343,7 +343,7 @@ def prediction_lines(table: pa.Table) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m analysis.predict", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="python -m analysis.predict", description=__doc__.split("\n\n")[0])
     parser.add_argument("sweep_dir", metavar="SWEEP", help="a sweep directory with completed 1-rank trials")
     parser.add_argument("--nodes", type=int, required=True, help="nodes M")
     parser.add_argument("--gpus-per-node", type=int, required=True, help="ranks per node G")
@@ -355,17 +355,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return run_command(predict_command, argv, bad_input=(OSError,))
+
+
+def predict_command(argv: list[str] | None) -> int:
     args = parse_args(argv)
-    try:
-        table = predict_scaling(
-            args.sweep_dir, args.nodes, args.gpus_per_node, args.link, args.intra_link, args.slowest
-        )
-        out = Path(args.out) if args.out else Path(args.sweep_dir) / "report" / "predictions.parquet"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, out)
-    except (AnalysisError, OSError) as exc:
-        print(f"analysis: error: {exc}", file=sys.stderr)
-        return 2
+    table = predict_scaling(args.sweep_dir, args.nodes, args.gpus_per_node, args.link, args.intra_link, args.slowest)
+    out = Path(args.out) if args.out else Path(args.sweep_dir) / "report" / "predictions.parquet"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, out)
     print(prediction_lines(table))
     print(f"predictions: {out} (every row a prediction; measured_* where the sweep ran it)")
     return 0

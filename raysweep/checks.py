@@ -19,12 +19,15 @@ from raysweep.core.params import TrialParams, choose
 
 def check_values(params: TrialParams) -> None:
     """The values and their combinations, and what the model's declared shape rules out (no torch, no timm)."""
-    from trainers.models import declared_patch_size
+    from trainers.models import check_model_name, declared_patch_size
     from trainers.sequence_parallel_check import check_sequence_parallel, declared_token_shape
 
     params.validate()
     patch = declared_patch_size(params.model)
     if patch and 0 < params.image_size < patch:
+        # A patch size read off a mistyped name is no reason to blame the image size: name the model first
+        # (this path alone imports timm).
+        check_model_name(params.model)
         raise UsageError(
             f"image_size={params.image_size} is smaller than the {patch}-pixel patches of model={params.model}: "
             f"no patch fits; use image_size >= {patch}"

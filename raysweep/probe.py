@@ -7,9 +7,7 @@ A sweep run with ``--probe-links`` runs the same probe on its cluster before its
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +15,9 @@ import pyarrow as pa
 import ray
 
 from analysis.link_model import fit_rows
+from raysweep.core.command import ArgumentParser, byte_size, run_command
 from raysweep.core.errors import UsageError
+from raysweep.core.names import unknown_name
 from raysweep.core.schema import table_from_rows
 from raysweep.core.store import ResultStore, atomic_write_table
 from raysweep.runtime import cluster
@@ -29,6 +29,9 @@ from raysweep.text_table import format_table
 from trainers.link_probe import COLLECTIVES, ProbePlan
 
 DEVICES = ("auto", "cpu", "gpu")
+# The probe's own directory under the results directory, laid out as a sweep's: <name>/links/links.parquet.
+# (Not "links": that would read links/links/links.parquet.) ``--name SWEEP`` writes into that sweep instead.
+DEFAULT_NAME = "probe"
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class ProbeOptions:
     """What the probe measures and where it writes; checked once by ``check``."""
 
     results_dir: str = "./raysweep-results"
-    name: str = "links"
+    name: str = DEFAULT_NAME
     address: str | None = None
     num_cpus: int = 0  # a local Ray's CPUs; 0: this machine's
     device: str = "auto"
@@ -47,7 +50,7 @@ class ProbeOptions:
 
     def check(self) -> None:
         if self.device not in DEVICES:
-            raise UsageError(f"device must be one of {', '.join(DEVICES)}, not {self.device!r}")
+            raise UsageError(f"--device: {unknown_name('device', self.device, DEVICES)}")
         if self.max_ranks < 2:
             raise UsageError(f"max-ranks must be 2 or more, not {self.max_ranks}")
         if self.cpus_per_worker <= 0:
@@ -60,7 +63,7 @@ class ProbeOptions:
             )
         unknown = set(self.plan.collectives) - set(COLLECTIVES)
         if unknown:
-            raise UsageError(f"unknown collective {sorted(unknown)[0]!r}: one of {', '.join(COLLECTIVES)}")
+            raise UsageError(f"--collectives: {unknown_name('collective', sorted(unknown)[0], COLLECTIVES)}")
 
 
 def links_path(store: ResultStore) -> Path:
@@ -141,16 +144,23 @@ def probe(options: ProbeOptions) -> pa.Table:
 
 
 def parse_args(argv: list[str] | None) -> ProbeOptions:
-    parser = argparse.ArgumentParser(prog="python -m raysweep.probe", description=__doc__)
+    parser = ArgumentParser(prog="python -m raysweep.probe", description=__doc__)
     parser.add_argument("--address", default=None, help="join this Ray cluster (default: start a local one)")
     parser.add_argument("--num-cpus", type=int, default=0, help="CPUs of a local Ray (default: this machine's)")
     parser.add_argument("--results-dir", default="./raysweep-results")
-    parser.add_argument("--name", default="links", help="the directory under --results-dir (default: links)")
+    parser.add_argument(
+        "--name",
+        default=DEFAULT_NAME,
+        help="the directory under --results-dir (default: %(default)s); a sweep's name: its report predicts with it",
+    )
     parser.add_argument("--device", default="auto", help="auto (GPU where the cluster has one) | cpu | gpu")
     parser.add_argument("--cpus-per-worker", type=float, default=1.0)
     parser.add_argument("--max-ranks", type=int, default=8, help="most ranks in one probe group (default 8)")
-    parser.add_argument("--min-bytes", type=int, default=1 << 10, help="smallest buffer (default 1 KiB)")
-    parser.add_argument("--max-bytes", type=int, default=1 << 30, help="largest buffer (default 1 GiB; memory caps it)")
+    sizes = "a byte count, or with a unit: 4096, 4KiB, 4kB, 1.5GiB"
+    parser.add_argument("--min-bytes", type=byte_size, default=1 << 10, help=f"smallest buffer: {sizes} (default 1KiB)")
+    parser.add_argument(
+        "--max-bytes", type=byte_size, default=1 << 30, help="largest buffer (default 1GiB; memory caps it)"
+    )
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per point (default 5)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed runs before them (default 2)")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated (default: all four)")
@@ -169,12 +179,12 @@ def parse_args(argv: list[str] | None) -> ProbeOptions:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        options = parse_args(argv)
-        table = probe(options)
-    except UsageError as e:
-        print(f"raysweep: error: {e}", file=sys.stderr)
-        return 2
+    return run_command(probe_command, argv)
+
+
+def probe_command(argv: list[str] | None) -> int:
+    options = parse_args(argv)
+    table = probe(options)
     print(fit_lines(table))
     print(f"links: {links_path(ResultStore(options.results_dir, options.name))}")
     return 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import duckdb
@@ -19,7 +18,9 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from raysweep.core.command import ArgumentParser, run_command
 from raysweep.core.errors import UsageError
+from raysweep.core.names import did_you_mean
 from raysweep.core.schema import TABLES
 from raysweep.core.store import check_name
 
@@ -43,7 +44,8 @@ def connect(results_dir: str | Path, sweep: str | None = None) -> duckdb.DuckDBP
         raise UsageError(f"results directory {results_dir} does not exist (set it with --results-dir)")
     if sweep is not None and not (results_dir / check_name("sweep", sweep)).is_dir():
         sweeps = sorted(p.name for p in results_dir.iterdir() if p.is_dir())
-        raise UsageError(f"no sweep {sweep!r} in {results_dir}; sweeps there: {', '.join(sweeps) or 'none'}")
+        there = ", ".join(sweeps) or "none"
+        raise UsageError(f"no sweep {sweep!r} in {results_dir}{did_you_mean(sweep, sweeps)} (sweeps there: {there})")
     con = duckdb.connect()
     for name, schema in TABLES.items():
         # The empty table fixes the columns and their order; rows come from the files, and a file
@@ -92,7 +94,7 @@ def write_result(result: pa.Table, path: Path) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m raysweep.query",
         description="Run DuckDB SQL over the views trials, epochs and ranks of the sweep results.",
     )
@@ -108,21 +110,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return run_command(query_command, argv, bad_input=(OSError,))
+
+
+def query_command(argv: list[str] | None) -> int:
     args = parse_args(argv)
+    out = Path(args.out) if args.out else None
+    if out is not None and out.suffix.lower() not in OUTPUT_FORMATS:
+        raise UsageError(f"--out {out}: use a .csv or .parquet file name")
     try:
-        out = Path(args.out) if args.out else None
-        if out is not None and out.suffix.lower() not in OUTPUT_FORMATS:
-            raise UsageError(f"--out {out}: use a .csv or .parquet file name")
         result = run_query(connect(args.results_dir, args.sweep), args.sql)
-        if out is not None:
-            if result is None:
-                raise UsageError("the query returned no result to write to --out")
-            write_result(result, out)
-        elif result is not None:
-            print(format_table(result))
-    except (UsageError, duckdb.Error, OSError) as exc:
-        print(f"raysweep.query: error: {one_line(exc)}", file=sys.stderr)
-        return 2
+    except duckdb.Error as exc:  # the user's SQL: DuckDB's words, on one line
+        raise UsageError(one_line(exc)) from None
+    if out is not None:
+        if result is None:
+            raise UsageError("the query returned no result to write to --out")
+        write_result(result, out)
+    elif result is not None:
+        print(format_table(result))
     return 0
 
 

@@ -24,6 +24,7 @@ from functools import partial
 from typing import Any
 
 from raysweep.core.errors import UsageError
+from raysweep.core.names import did_you_mean, unknown_name
 from raysweep.core.schema import REPORTED_METRICS
 
 MODES = ("min", "max")
@@ -122,11 +123,11 @@ def scheduler_from(value: Any, where: str) -> SchedulerConfig | None:
         raise UsageError(f"{where}: scheduler must be a name ({', '.join(SCHEDULERS)}) or a mapping with 'kind'")
     unknown = set(doc) - SCHEDULER_OPTIONS
     if unknown:
-        allowed = ", ".join(sorted(SCHEDULER_OPTIONS))
-        raise UsageError(f"{where}: unknown scheduler option {sorted(unknown)[0]!r}; allowed: {allowed}")
+        option = sorted(unknown)[0]
+        raise UsageError(f"{where}: {unknown_name('scheduler option', option, sorted(SCHEDULER_OPTIONS))}")
     kind = doc.get("kind")
     if kind not in SCHEDULERS:
-        raise UsageError(f"{where}: unknown scheduler {kind!r}; known: {', '.join(SCHEDULERS)}")
+        raise UsageError(f"{where}: {unknown_name('scheduler', kind, SCHEDULERS)}")
     for name in ("grace_period", "reduction_factor", "max_epochs"):
         value = doc.get(name)
         least = 2 if name == "reduction_factor" else 1
@@ -153,13 +154,13 @@ def with_choices(
     """``config`` with the given choices (the CLI's flags, ``run_sweep``'s keywords) in place, checked."""
     if search is not None:
         if search not in SEARCHERS:
-            raise UsageError(f"{where}: unknown search {search!r}; known: {', '.join(SEARCHERS)}")
+            raise UsageError(f"{where}: {unknown_name('search', search, SEARCHERS)}")
         config = replace(config, search=search)
     if metric is not None:
         if metric not in REPORTED_METRICS:
             raise UsageError(
-                f"{where}: metric {metric!r} is not reported by any trial; per-epoch metrics: "
-                f"{', '.join(REPORTED_METRICS)}"
+                f"{where}: metric {metric!r} is not reported by any trial{did_you_mean(metric, REPORTED_METRICS)} "
+                f"(per-epoch metrics: {', '.join(REPORTED_METRICS)})"
             )
         config = replace(config, metric=metric, metric_named=True)
     if mode is not None:

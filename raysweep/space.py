@@ -35,7 +35,8 @@ from typing import Any
 import yaml
 
 from raysweep.core.errors import UsageError
-from raysweep.core.params import PATH_PARAMS, TrialParams
+from raysweep.core.names import did_you_mean, unknown_name
+from raysweep.core.params import PARAMETERS_LISTING, PATH_PARAMS, TrialParams
 from raysweep.core.paths import user_path
 from raysweep.search_config import SEARCH_KEYS, AxisKinds, SearchChoices, SearchConfig, search_config_from
 
@@ -208,7 +209,7 @@ def check_keys(values: dict[str, Any], where: str) -> None:
     known = TrialParams.field_names()
     for key in values:
         if key not in known:
-            raise UsageError(f"{where}: unknown trial parameter {key!r}; known: {', '.join(known)}")
+            raise UsageError(f"{where}: {unknown_name('trial parameter', key, known, PARAMETERS_LISTING)}")
 
 
 def sample(spec: dict[str, Any], rng: random.Random) -> Any:
@@ -231,9 +232,10 @@ def check_axis(name: str, value: Any, where: str) -> None:
         return
     if isinstance(value, dict):
         if len(value) != 1 or next(iter(value)) not in DISTRIBUTIONS:
+            hint = did_you_mean(next(iter(value)), DISTRIBUTIONS) if len(value) == 1 else ""
             raise UsageError(
                 f"{where}: axis {name!r} must be a list of values or one of "
-                f"{{{', '.join(DISTRIBUTIONS)}: [...]}}, got {value!r}"
+                f"{{{', '.join(DISTRIBUTIONS)}: [...]}}, got {value!r}{hint}"
             )
         ((kind, args),) = value.items()
         if not isinstance(args, list) or (kind != "choice" and len(args) != DISTRIBUTIONS[kind]) or not args:
@@ -299,7 +301,7 @@ def space_from_mapping(name: str, doc: Any, where: str) -> SearchSpace:
         raise UsageError(f"{where}: a space file is a mapping with keys {', '.join(sorted(SPACE_KEYS))}")
     unknown = set(doc) - SPACE_KEYS
     if unknown:
-        raise UsageError(f"{where}: unknown key {sorted(unknown)[0]!r}; allowed: {', '.join(sorted(SPACE_KEYS))}")
+        raise UsageError(f"{where}: {unknown_name('key', sorted(unknown)[0], sorted(SPACE_KEYS))}")
     axes = doc.get("axes") or {}
     grids = axes if isinstance(axes, list) else [axes]
     for grid in grids:
@@ -352,6 +354,7 @@ def load_space(name_or_path: str) -> SearchSpace:
         return parse_space(path.stem, path.read_text(), str(path))
     bundled = SPACES_DIR / f"{name_or_path}.yaml"
     if not bundled.is_file():
-        names = ", ".join(p.stem for p in sorted(SPACES_DIR.glob("*.yaml")))
-        raise UsageError(f"unknown space {name_or_path!r}; bundled spaces: {names} (or give a path to a .yaml file)")
+        names = [p.stem for p in sorted(SPACES_DIR.glob("*.yaml"))]
+        listing = "--list-spaces; or give a path to a .yaml file"
+        raise UsageError(unknown_name("space", name_or_path, names, listing))
     return parse_space(name_or_path, bundled.read_text(), str(bundled))

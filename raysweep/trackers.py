@@ -10,6 +10,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from raysweep.core.errors import UsageError
+from raysweep.core.names import unknown_name
 
 TRACKERS = ("mlflow", "wandb")
 
@@ -18,7 +19,7 @@ def check_trackers(names: list[str]) -> None:
     """Refuse, before anything starts, an unknown tracker or one whose package is missing (one line, exit 2)."""
     for name in names:
         if name not in TRACKERS:
-            raise UsageError(f"--log-to {name!r}: unknown tracker; choose from {', '.join(TRACKERS)}")
+            raise UsageError(f"--log-to: {unknown_name('tracker', name, TRACKERS)}")
         if find_spec(name) is None:
             raise UsageError(f"--log-to {name} needs the {name} package, which is not installed (pip install {name})")
 

@@ -19,6 +19,7 @@ from raysweep.api import (
     resume_sweep,
     run_planned,
 )
+from raysweep.core.command import ArgumentParser, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.paths import user_path
@@ -42,7 +43,7 @@ EXAMPLES = """examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="python -m raysweep.tune",
         description="Run a search space as a Ray Tune sweep; every trial is a Ray Train TorchTrainer "
         "running a DeepSpeed data-parallel ViT. Results are Parquet tables under --results-dir.",
@@ -262,6 +263,13 @@ class Command:
     search: SearchChoices = SearchChoices()
 
 
+def typed_command(argv: list[str] | None) -> tuple[str, ...]:
+    """The command line as the user typed it, for sweep.json: ``raysweep run ...`` keeps its ``run``."""
+    if argv is None or (argv and sys.argv[len(sys.argv) - len(argv) :] == list(argv)):
+        return tuple(sys.argv)
+    return tuple(sys.argv[:1] + list(argv))
+
+
 def parse_command(argv: list[str] | None) -> Command:
     """The flags as typed values: nothing below the CLI sees argparse."""
     parser = build_parser()
@@ -280,7 +288,7 @@ def parse_command(argv: list[str] | None) -> Command:
         share_workers=not args.no_shared_workers,
         log_to=tuple(args.log_to),
         retry_failed=args.retry_failed,
-        command=tuple(sys.argv[:1] + list(argv if argv is not None else sys.argv[1:])),
+        command=typed_command(argv),
         find_max_batch=search_limits(args),
         progress=args.progress,
     )
@@ -301,11 +309,7 @@ def parse_command(argv: list[str] | None) -> Command:
 
 def main(argv: list[str] | None = None) -> int:
     with interrupt.handled():
-        try:
-            return run(parse_command(argv))
-        except UsageError as e:
-            print(f"raysweep: error: {e}", file=sys.stderr)
-            return 2
+        return run_command(lambda args: run(parse_command(args)), argv)
 
 
 def run(command: Command) -> int:

@@ -15,7 +15,7 @@ import pytest
 from analysis import AnalysisError, analyze, compare
 from analysis.__main__ import main
 from analysis.batch import knee_index
-from analysis.compare import matching_ratios
+from analysis.comparison import matching_ratios
 from analysis.compute import compute
 from analysis.findings import headlines
 from analysis.groups import BATCH, STRONG, find_groups
@@ -456,7 +456,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, case, message):
         argv = [str(strong_sweep(tmp_path, {1: 2.0, 2: 1.0})), "--out", str(tmp_path / "taken")]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("analysis: error: ") and message in err
+    assert err.count("\n") == 1 and err.startswith("raysweep: error: ") and message in err
     with pytest.raises(AnalysisError, match=message.split("(")[0]):
         analyze(
             argv[0],

@@ -17,7 +17,7 @@ from tests.cli_helpers import no_sweep_starts  # noqa: F401
 @pytest.mark.parametrize(
     ("space", "keywords", "message"),
     [
-        ("no_such_space", {}, "unknown space 'no_such_space'; bundled spaces:"),
+        ("no_such_space", {}, "unknown space 'no_such_space' (all: --list-spaces"),
         ("batch_grid", {"overrides": {"num_workers": 0}}, "num_workers must be a positive integer, got 0"),
         ("batch_grid", {"overrides": {"no_such_param": 1}}, "no_such_param"),
         ("batch_grid", {"max_failures": -1}, "--max-failures must be >= 0, got -1"),

@@ -143,7 +143,8 @@ def assert_usage_error(capsys, results, argv: list[str], fragment: str) -> None:
 
 # Refused before Ray starts: options and values.
 BAD_INPUT = {
-    "unknown space": (["--space", "no_such_space"], "unknown space 'no_such_space'; bundled spaces: "),
+    "unknown space": (["--space", "no_such_space"], "unknown space 'no_such_space' (all: --list-spaces"),
+    "misspelt space": (["--space", "batch_grd"], "unknown space 'batch_grd'; did you mean 'batch_grid'"),
     "zero micro batch": (
         ["--space", "batch_grid", "--set", "micro_batch_per_worker=0"],
         "micro_batch_per_worker must be a positive integer, got 0",
@@ -154,7 +155,10 @@ BAD_INPUT = {
     ),
     "zero epochs": (["--space", "batch_grid", "--epochs", "0"], "epochs must be a positive integer"),
     "set without =": (["--space", "batch_grid", "--set", "epochs"], "--set 'epochs': expected KEY=VALUE"),
-    "set unknown key": (["--space", "batch_grid", "--set", "num_worker=2"], "unknown trial parameter 'num_worker'"),
+    "set unknown key": (
+        ["--space", "batch_grid", "--set", "num_worker=2"],
+        "unknown trial parameter 'num_worker'; did you mean 'num_workers'? (all: --list-params)",
+    ),
     "bf16 on cpu": (
         ["--space", "batch_grid", "--set", "device=cpu", "--set", "precision=bf16"],
         "precision=bf16 needs a GPU",
@@ -175,6 +179,15 @@ BAD_INPUT = {
         ["--space", "batch_grid", "--set", "weight_decay=.inf"],
         "weight_decay must be a finite number, got inf",
     ),
+    # the patch size read off a mistyped name (patch16 > image_size 8) does not get the image size blamed
+    "misspelt model": (
+        ["--space", "batch_grid", "--model", "vit_base_patch16_244"],
+        "nor a timm model; did you mean 'vit_base_patch16_224'",
+    ),
+    "misspelt engine": (
+        ["--space", "batch_grid", "--set", "engine=fsdpp"],
+        "engine='fsdpp' is not one of deepspeed, ddp, fsdp, accelerate; did you mean 'fsdp'?",
+    ),
     "image smaller than a patch": (
         ["--space", "batch_grid", "--set", "image_size=3"],
         "image_size=3 is smaller than the 4-pixel patches of model=vit_micro_patch4_32",
@@ -191,6 +204,7 @@ BAD_INPUT = {
 PLANNING_ERRORS = {
     "unknown model": (["--space", "batch_grid", "--model", "vit_nope_xyz"], "model='vit_nope_xyz'"),
     "unknown dataset": (["--space", "batch_grid", "--dataset", "imagenet21k"], "dataset='imagenet21k'"),
+    "misspelt dataset": (["--space", "batch_grid", "--dataset", "cifar1"], "did you mean 'cifar10' or 'cifar100'?"),
     "missing cifar data dir": (
         ["--space", "batch_grid", "--dataset", "cifar10", "--data-dir", "/nonexistent"],
         "data_dir /nonexistent is not a directory",

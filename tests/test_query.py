@@ -110,7 +110,7 @@ def test_out_writes_csv_and_parquet(results, suffix):
 def test_bad_input_exits_2_with_one_line(results, capsys, argv, message):
     assert main([*argv, "--results-dir", str(results)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("raysweep.query: error: ") and message in err
+    assert err.count("\n") == 1 and err.startswith("raysweep: error: ") and message in err
 
 
 def test_missing_results_dir_exits_2(tmp_path, capsys):

@@ -9,13 +9,13 @@ the class (channel ``label % channels``), so a model can learn it.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from raysweep.core.command import ArgumentParser, run_command
+from raysweep.core.errors import UsageError
 from trainers.arrays import DTYPES, MAX_CHANNELS, tiff_module
 
 FORMATS = ("npy", "npz", "tif")
@@ -75,7 +75,11 @@ def make_arrays(root: Path, spec: ArrayFolderSpec = ArrayFolderSpec()) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trainers.make_arrays", description=__doc__.splitlines()[0])
+    return run_command(make_arrays_command, argv)
+
+
+def make_arrays_command(argv: list[str] | None) -> int:
+    parser = ArgumentParser(prog="python -m trainers.make_arrays", description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="folder to write (train/ and val/ inside)")
     defaults = ArrayFolderSpec()
     parser.add_argument("--channels", type=int, default=defaults.channels, help=f"1 to {MAX_CHANNELS}")
@@ -90,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=defaults.seed)
     args = parser.parse_args(argv)
     if not 1 <= args.channels <= MAX_CHANNELS or args.size < 1 or args.classes < 1 or args.per_class < 1:
-        parser.error(f"--channels must be 1 to {MAX_CHANNELS}; --size, --classes and --per-class positive")
+        raise UsageError(f"--channels must be 1 to {MAX_CHANNELS}; --size, --classes and --per-class positive")
     spec = ArrayFolderSpec(
         args.channels, args.dtype, args.size, args.min_size, args.classes, args.per_class, args.val_per_class,
         args.format, args.layout, args.seed,
@@ -102,4 +106,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

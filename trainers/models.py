@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from raysweep.core.errors import UsageError
+from raysweep.core.names import did_you_mean
 
 # name -> (timm architecture, keyword arguments). Each preset states its input size, patch size and heads
 # (the architecture's own where they are its defaults), so a sweep's plan knows them without timm
@@ -53,9 +54,11 @@ def check_model_name(name: str) -> None:
 
     if name in PRESETS or timm.is_model(name):
         return
-    close = timm.list_models(f"*{name.split('_')[0]}*")[:5] if name else []
-    hint = f"; similar timm models: {', '.join(close)}" if close else ""
-    raise UsageError(f"model={name!r} is neither a raysweep preset ({', '.join(PRESETS)}) nor a timm model{hint}")
+    hint = did_you_mean(name, [*PRESETS, *timm.list_models()])
+    raise UsageError(
+        f"model={name!r} is neither a raysweep preset ({', '.join(PRESETS)}) nor a timm model{hint} "
+        "(all: timm.list_models())"
+    )
 
 
 def create_model(name: str, num_classes: int, image_size: int = 0, in_chans: int = 3):

@@ -16,12 +16,12 @@ import time
 STARTED = time.perf_counter()
 STARTED_AT = time.time()
 
-import argparse  # noqa: E402  (the clock above starts before any import)
 import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
+from raysweep.core.command import ArgumentParser, run_command  # noqa: E402  (standard library only)
 from raysweep.runtime.bytecode_cache import bytecode_cache  # noqa: E402  (standard library only)
 
 
@@ -117,7 +117,11 @@ def cold_floor(model_name: str, batch: int, timeout_s: float = 600) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m raysweep.bench.floor", description=__doc__.split("\n")[0])
+    return run_command(floor_command, argv)
+
+
+def floor_command(argv: list[str] | None) -> int:
+    p = ArgumentParser(prog="python -m raysweep.bench.floor", description=__doc__.split("\n")[0])
     p.add_argument("--model", default="vit_base_patch16_224", help="timm model name or raysweep preset")
     p.add_argument("--batch", type=int, default=128, help="micro batch of the one step")
     p.add_argument("--launched-at", type=float, help="time.time() when the parent started this process")

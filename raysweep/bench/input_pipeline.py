@@ -7,13 +7,13 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
 
 import torch
 
+from raysweep.core.command import ArgumentParser, run_command
 from trainers.batches import Batches, FolderLoading
 from trainers.datasets import load_dataset
 from trainers.pixel_copy import pixel_copy
@@ -63,8 +63,12 @@ def measure_input_pipeline(
         epoch += 1
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    return run_command(input_pipeline_command, argv)
+
+
+def input_pipeline_command(argv: list[str] | None) -> int:
+    parser = ArgumentParser(prog="python -m raysweep.bench.input_pipeline", description=__doc__.splitlines()[0])
     parser.add_argument("folder")
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--batch", type=int, default=256)
@@ -72,12 +76,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4, help="loader processes (and the pixel copy's builders)")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--pixels", action="store_true", help="read the folder's pixel copy (built first if needed)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     measured = measure_input_pipeline(
         args.folder, args.size, args.batch, args.decode, args.workers, args.seconds, args.pixels
     )
     print(json.dumps(measured))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -36,6 +36,9 @@ import torch
 import torch.nn.functional as F
 
 from raysweep.bench.floor import cold_floor
+from raysweep.core.command import ArgumentParser, run_command
+from raysweep.core.errors import UsageError
+from raysweep.core.names import unknown_name
 from raysweep.runtime.compile_cache import compile_cache_env
 from raysweep.text_table import format_table
 from trainers.timing import synchronize
@@ -323,12 +326,13 @@ def run(args: argparse.Namespace) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="raysweep-bench-"))
     stack = stack_overrides(model, steps * big)
 
-    # first, while nothing else holds the device or the CPUs
-    floor = None if args.no_floor else warm_floor(model, big)
     variants = args.variants.split(",") if args.variants else PLAIN_VARIANTS if args.compile else PLAIN_VARIANTS[:1]
     unknown = [v for v in variants if v not in PLAIN_VARIANTS]
     if unknown:
-        raise SystemExit(f"bench: --variants {','.join(unknown)}: not among {', '.join(PLAIN_VARIANTS)}")
+        raise UsageError(f"--variants: {unknown_name('variant', unknown[0], PLAIN_VARIANTS)}")
+
+    # first, while nothing else holds the device or the CPUs
+    floor = None if args.no_floor else warm_floor(model, big)
     if args.compile:
         # the hand-written variants compile into the stack sweep's own compiler caches, so the stack finds
         # max-autotune's choices for the matrix shapes already tuned here (cached by shape) rather than
@@ -565,7 +569,11 @@ def folder_lines(folder: dict | None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m raysweep.bench", description=__doc__.split("\n")[0])
+    return run_command(bench_command, argv)
+
+
+def bench_command(argv: list[str] | None) -> int:
+    p = ArgumentParser(prog="python -m raysweep.bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="the CPU form: small ViT at 32 px, small batches")
     p.add_argument("--model", help="model (default: vit_base_patch16_224, or vit_micro_patch4_32 with --quick)")
     p.add_argument("--batches", help="comma-separated micro batches (default 64,128,256; 16,32 with --quick)")

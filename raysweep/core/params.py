@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raysweep.core.errors import UsageError
+from raysweep.core.names import did_you_mean, unknown_name
 
+# Where every trial parameter is listed, for a message about an unknown one.
+PARAMETERS_LISTING = "--list-params"
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 DEVICES = ("auto", "cpu", "gpu")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -300,7 +303,7 @@ class TrialParams:
         known = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - set(known))
         if unknown:
-            raise UsageError(f"unknown trial parameter {unknown[0]!r}; known parameters: {', '.join(known)}")
+            raise UsageError(unknown_name("trial parameter", unknown[0], known, PARAMETERS_LISTING))
         kwargs = {name: coerce(name, value, type(known[name].default)) for name, value in values.items()}
         return cls(**kwargs)
 
@@ -460,7 +463,8 @@ class TrialParams:
 
 def choose(name: str, value: Any, allowed: tuple) -> None:
     if value not in allowed:
-        raise UsageError(f"{name}={value!r} is not one of {', '.join(map(str, allowed))}")
+        names = [str(a) for a in allowed]
+        raise UsageError(f"{name}={value!r} is not one of {', '.join(names)}{did_you_mean(value, names)}")
 
 
 def positive(name: str, value: int) -> None:
@@ -520,7 +524,9 @@ def compile_choice(value: Any) -> str:
     try:
         return "true" if flag("compile", value) else "false"
     except UsageError:
-        raise UsageError(f"compile={value!r} is not one of {', '.join(COMPILES)}") from None
+        raise UsageError(
+            f"compile={value!r} is not one of {', '.join(COMPILES)}{did_you_mean(value, COMPILES)}"
+        ) from None
 
 
 # The test-only fault spec KIND@RANK:STEP of ``inject_fault`` as a value (trainers/faults.py fires it).

@@ -144,3 +144,53 @@ def h100_later_trials_says() -> str:
         f"{now_over_fresh[high]:.3f}x ({engine_name(fresh[high])}): "
         f"single runs, so differences of that size are not established."
     )
+
+
+def later_rounds() -> dict[tuple[str, int], list[dict]]:
+    """summary-later-rounds.csv: (scenario, trial index) -> that trial's row in each round."""
+    out: dict[tuple[str, int], list[dict]] = {}
+    for r in summary("h100-engines-1gpu", "summary-later-rounds.csv"):
+        out.setdefault((r["scenario"], int(r["trial"])), []).append(r)
+    return out
+
+
+@figure("h100-later-rounds")
+def h100_later_rounds() -> str:
+    """Each engine's trial in a shared group (today's teardown) against a fresh process, round by round."""
+    rows = later_rounds()
+    body = []
+    for (scenario, index), fresh in sorted(rows.items()):
+        if scenario != "fresh":
+            continue
+        shared = rows[("shared-now", index)]
+        ratios = [s["img_s"] / f["img_s"] for s, f in zip(shared, fresh)]
+        body.append(
+            [
+                str(index + 1),
+                engine_name(fresh[0]),
+                " / ".join(f"{r['img_s']:.0f}" for r in shared),
+                " / ".join(f"{r['img_s']:.0f}" for r in fresh),
+                " / ".join(f"{x:.3f}" for x in ratios),
+                " / ".join(f"{s['peak_gib']:.2f} vs {f['peak_gib']:.2f}" for s, f in zip(shared, fresh)),
+            ]
+        )
+    header = ["trial", "engine", "shared group: img/s by round", "fresh process: img/s by round",
+              "shared / fresh by round", "peak GiB, shared vs fresh, by round"]  # fmt: skip
+    return table(header, body, "rlrrrr")
+
+
+@figure("h100-later-rounds-says")
+def h100_later_rounds_says() -> str:
+    rows = later_rounds()
+    pairs = {i: list(zip(rows[("shared-now", i)], f)) for (s, i), f in rows.items() if s == "fresh"}
+    ratios = {i: [a["img_s"] / b["img_s"] for a, b in p] for i, p in pairs.items()}
+    same_peak = all(a["peak_gib"] == b["peak_gib"] for p in pairs.values() for a, b in p)
+    slowest = min(min(r) for r in ratios.values())
+    faster = [engine_name(pairs[i][0][1]) for i, r in sorted(ratios.items()) if min(r) > 1.02]
+    rounds = len(next(iter(ratios.values())))
+    return (
+        f"Peak memory in the shared group is {'the same as' if same_peak else 'not always that of'} a fresh "
+        f"process for every engine. The slowest shared trial runs at {slowest:.3f}x its fresh process's "
+        f"throughput; {', '.join(faster) or 'no engine'} ran more than 2% faster in the shared group in every "
+        f"round, so a fresh process is not the upper bound. {rounds} rounds are too few to test these differences."
+    )

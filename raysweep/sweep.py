@@ -40,7 +40,7 @@ from raysweep.space import SearchSpace
 from raysweep.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.tensorboard_logger import TensorBoardCallback
 from raysweep.text_table import format_table
-from raysweep.trackers import tracker_callbacks
+from raysweep.trackers import attach_report, tracker_callbacks
 
 
 def run_sweep(
@@ -79,7 +79,9 @@ def run_sweep(
                 callbacks = [ResultTablesCallback(store), *watch_callbacks(options, sweep, store, total)]
                 started = time.time()
                 fit_trials(trials_tuner(options, store, trials, callbacks, space), store)
-            return summarise(store, options, time.time() - started, launched_at)
+            report = summarise(store, options, time.time() - started, launched_at)
+            attach_report(callbacks, report)
+            return report
         finally:
             cluster.shutdown()
 

@@ -91,10 +91,9 @@ class SweepResult:
     def __repr__(self) -> str:
         statuses = collections.Counter(self.trials.column("status").to_pylist())
         counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+        trials = trials_count(statuses.total()) + (f": {counts}" if counts else "")
         report = f", report={str(self.report)!r}" if self.report else ""
-        return (
-            f"SweepResult({str(self.path)!r}, {sum(statuses.values())} trials{': ' + counts if counts else ''}{report})"
-        )
+        return f"SweepResult({str(self.path)!r}, {trials}{report})"
 
     def _repr_html_(self) -> str:
         """The summary the CLI prints (each trial's varied parameters and measures) and the report's answer."""
@@ -107,7 +106,7 @@ class SweepResult:
             for r in table.select(columns).to_pylist()
         ]
         parts = [
-            f"<p>sweep <code>{html.escape(str(self.path))}</code>: {table.num_rows} trials</p>",
+            f"<p>sweep <code>{html.escape(str(self.path))}</code>: {trials_count(table.num_rows)}</p>",
             html_table(columns, rows),
         ]
         if self.report is not None and self.report.is_file():
@@ -116,6 +115,10 @@ class SweepResult:
             ]
             parts.append(f"<p>report: <code>{html.escape(str(self.report))}</code></p>")
         return "\n".join(parts)
+
+
+def trials_count(n: int) -> str:
+    return f"{n} trial{'' if n == 1 else 's'}"
 
 
 def report_lead(report: Path) -> list[tuple[str, str]]:
@@ -205,7 +208,7 @@ class SweepPlan:
     # In a notebook: a short repr and the dry run's trial table as HTML.
 
     def __repr__(self) -> str:
-        return f"SweepPlan(space={self.space.name!r}, {len(self.trials)} trials, cluster={self.cluster!r})"
+        return f"SweepPlan(space={self.space.name!r}, {trials_count(len(self.trials))}, cluster={self.cluster!r})"
 
     def _repr_html_(self) -> str:
         """What the dry run prints: the space, the cluster planned for, the trial table and the notes."""
@@ -218,7 +221,7 @@ class SweepPlan:
                 f"<p>cluster: {html.escape(self.cluster)}</p>",
                 html_table(header, rows),
                 *([f"<ul>{''.join(f'<li>{html.escape(line)}</li>' for line in lines)}</ul>"] if lines else []),
-                f"<p>{len(self.trials)} trials; nothing started.</p>",
+                f"<p>{trials_count(len(self.trials))}; nothing started.</p>",
             ]
         )
 

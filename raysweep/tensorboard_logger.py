@@ -82,6 +82,7 @@ def trial_figures(store: ResultStore, trial_id: str) -> dict[str, float]:
 
 
 def sweep_store(sweep_root: Path) -> ResultStore:
+    """The result store of the sweep directory ``sweep_root``."""
     return ResultStore(Path(sweep_root).parent, Path(sweep_root).name)
 
 

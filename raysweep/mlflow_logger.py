@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -64,6 +65,8 @@ def check_server(uri: str) -> None:
         return  # it answered
     except (OSError, ValueError) as e:  # refused, timed out, no such host
         reason = getattr(e, "reason", None) or e
+        if isinstance(reason, ssl.SSLError):
+            return  # it answered; MLflow's own TLS settings (MLFLOW_TRACKING_INSECURE_TLS ...) decide the rest
         raise UsageError(
             f"--log-to mlflow: no MLflow tracking server answers at {server} ({reason}); start it, or point "
             "MLFLOW_TRACKING_URI at one that runs (unset, the runs go into the sweep)"

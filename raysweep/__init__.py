@@ -1,19 +1,33 @@
 """raysweep: Ray Tune sweeps of data-parallel ViT training with Parquet results.
 
-``raysweep.run_sweep``, ``raysweep.plan_sweep`` and ``raysweep.load_sweep`` (see ``raysweep.api``) load on first
-use, so importing the package (as every worker and ``python -m raysweep.tune`` does) stays cheap.
+The public API (``__all__``; see ``raysweep.api``) loads on first use, so importing the package (as every
+worker and ``python -m raysweep.tune`` does) stays cheap.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
 
-__all__ = ["SweepPlan", "SweepResult", "load_sweep", "plan_sweep", "run_sweep"]
+# Each public name and the module that defines it.
+PUBLIC = {
+    "run_sweep": "raysweep.api",
+    "plan_sweep": "raysweep.api",
+    "load_sweep": "raysweep.api",
+    "resume_sweep": "raysweep.api",
+    "SweepResult": "raysweep.api",
+    "SweepPlan": "raysweep.api",
+    "SweepOptions": "raysweep.options",
+    "SearchLimits": "raysweep.max_batch",
+    "UsageError": "raysweep.core.errors",
+}
+__all__ = list(PUBLIC)
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from raysweep import api
-
-        return getattr(api, name)
+def __getattr__(name: str):
+    if name in PUBLIC:
+        return getattr(importlib.import_module(PUBLIC[name]), name)
     raise AttributeError(f"module 'raysweep' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -3,7 +3,7 @@ without running it (the dry run); ``load_sweep`` reads one back.
 
     import raysweep
     result = raysweep.run_sweep("batch_grid", overrides={"epochs": 1}, dashboard=False)
-    result.trials.to_pandas()
+    result.to_pandas()  # the trials table; in a notebook, `result` alone shows the summary table
 
 The command line (``python -m raysweep.tune``) is a thin layer over these functions; bad input raises
 ``UsageError`` with the message the CLI prints. A sweep is checked once (``check_sweep``): planning and
@@ -12,7 +12,10 @@ running start from the ``CheckedSweep`` it returns.
 
 from __future__ import annotations
 
+import collections
+import difflib
 import functools
+import html
 import shutil
 import time
 from collections import Counter
@@ -20,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -36,12 +39,17 @@ from raysweep.core.sweep_lock import SweepLock, lock_sweep
 from raysweep.interrupt import resume_command
 from raysweep.max_batch import SearchLimits, configurations, max_batch_path, search_plan
 from raysweep.options import SweepOptions
-from raysweep.plan import local_capacity, plan_trials, trial_table
+from raysweep.plan import local_capacity, plan_trials, trial_rows, trial_table
 from raysweep.runtime.capacity import Capacity, check_local_fit
 from raysweep.runtime.cluster import check_reachable
 from raysweep.search_config import NO_CHOICES, SearchChoices, check_search
 from raysweep.space import SearchSpace, load_space, space_from_mapping
+from raysweep.summary_table import summarize_trials
+from raysweep.text_table import html_table
 from raysweep.trackers import start_trackers
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -90,10 +98,59 @@ class SweepResult:
         ranking = chosen_ranking(manifest, self.trials.column_names, metric, mode)
         return pd.DataFrame(ranked(self.trials.to_pylist(), ranking), columns=self.trials.column_names)
 
+    # In a notebook: a short repr, the CLI's summary table as HTML, and the tables as pandas DataFrames.
+
+    def to_pandas(self, table: str = "trials") -> pd.DataFrame:
+        """One of the sweep's tables as a pandas DataFrame: ``trials`` (the default), ``epochs``, ``ranks`` or
+        ``max_batch`` (the columns are README.md's Results schema)."""
+        tables = ("trials", "epochs", "ranks", "max_batch")
+        if table not in tables:
+            closest = difflib.get_close_matches(str(table), tables, n=1)
+            hint = f" (did you mean {closest[0]!r}?)" if closest else ""
+            raise UsageError(f"to_pandas: unknown table {table!r}; choose from {', '.join(tables)}{hint}")
+        return getattr(self, table).to_pandas()
+
+    def __repr__(self) -> str:
+        statuses = collections.Counter(self.trials.column("status").to_pylist())
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+        trials = trials_count(statuses.total()) + (f": {counts}" if counts else "")
+        report = f", report={str(self.report)!r}" if self.report else ""
+        return f"SweepResult({str(self.path)!r}, {trials}{report})"
+
+    def _repr_html_(self) -> str:
+        """The summary the CLI prints (each trial's varied parameters and measures) and the report's answer."""
+        summary = summarize_trials(self.trials, sweep_manifest(self.path))
+        parts = [
+            f"<p>sweep <code>{html.escape(str(self.path))}</code>: {trials_count(len(summary.rows))}</p>",
+            html_table(summary.columns, summary.rows),
+        ]
+        if self.report is not None and self.report.is_file():
+            parts += [
+                f"<p><b>{html.escape(label)}:</b> {html.escape(text)}</p>" for label, text in report_lead(self.report)
+            ]
+            parts.append(f"<p>report: <code>{html.escape(str(self.report))}</code></p>")
+        return "\n".join(parts)
+
 
 def sweep_manifest(path: Path) -> dict:
     """``sweep.json`` of the sweep at ``path`` ({} without one)."""
     return ResultStore(path.parent, path.name).read_sweep_json() if (path / "sweep.json").is_file() else {}
+
+
+def trials_count(n: int) -> str:
+    return f"{n} trial{'' if n == 1 else 's'}"
+
+
+def report_lead(report: Path) -> list[tuple[str, str]]:
+    """The report's opening: its question (when the space asks one) and its answer, as (label, text)."""
+    lead = []
+    for line in report.read_text(encoding="utf-8").splitlines():
+        for label in ("Question", "Answer"):
+            if line.startswith(f"**{label}:**"):
+                lead.append((label, line.removeprefix(f"**{label}:**").strip()))
+        if lead and lead[-1][0] == "Answer":
+            break
+    return lead
 
 
 def run_sweep(
@@ -171,6 +228,26 @@ class SweepPlan:
     trials: list[TrialParams]
     notes: list[str]
     search: list[str] | None  # with find_max_batch: what the search would probe
+
+    # In a notebook: a short repr and the dry run's trial table as HTML.
+
+    def __repr__(self) -> str:
+        return f"SweepPlan(space={self.space.name!r}, {trials_count(len(self.trials))}, cluster={self.cluster!r})"
+
+    def _repr_html_(self) -> str:
+        """What the dry run prints: the space, the cluster planned for, the trial table and the notes."""
+        header, rows, reasons = trial_rows(self.trials)
+        described = f": {html.escape(self.space.description)}" if self.space.description else ""
+        lines = [*reasons, *self.notes, *(self.search or [])]
+        return "\n".join(
+            [
+                f"<p>space <code>{html.escape(self.space.name)}</code>{described}</p>",
+                f"<p>cluster: {html.escape(self.cluster)}</p>",
+                html_table(header, rows),
+                *([f"<ul>{''.join(f'<li>{html.escape(line)}</li>' for line in lines)}</ul>"] if lines else []),
+                f"<p>{trials_count(len(self.trials))}; nothing started.</p>",
+            ]
+        )
 
 
 def plan_sweep(
@@ -453,4 +530,13 @@ def prepare_results_dir(results_dir: str, sweep: str) -> tuple[ResultStore, Swee
     return store, lock
 
 
-__all__ = ["SearchLimits", "SweepOptions", "SweepResult", "load_sweep", "resume_sweep", "run_sweep"]
+__all__ = [
+    "SearchLimits",
+    "SweepOptions",
+    "SweepPlan",
+    "SweepResult",
+    "load_sweep",
+    "plan_sweep",
+    "resume_sweep",
+    "run_sweep",
+]

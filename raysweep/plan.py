@@ -83,6 +83,15 @@ def local_capacity(trials: list[TrialParams], assume_gpus: int | None) -> Capaci
 
 
 def trial_table(trials: list[TrialParams], columns: list[str] | None = None) -> str:
+    header, rows, reasons = trial_rows(trials, columns)
+    return "\n".join([format_table(header, rows), *reasons])
+
+
+def trial_rows(
+    trials: list[TrialParams], columns: list[str] | None = None
+) -> tuple[list[str], list[list[str]], list[str]]:
+    """The plan's trial table: its header, a row of text cells per trial (``#`` first) and a line per distinct
+    reason of ``compile=auto``'s planned choices."""
     columns = columns or [
         "num_workers",
         "micro_batch_per_worker",
@@ -107,7 +116,7 @@ def trial_table(trials: list[TrialParams], columns: list[str] | None = None) -> 
     for i, (t, choice) in enumerate(zip(trials, choices)):
         values = {**params_row(t), "compile_choice": choice_label(choice), "needs": Demand.of(t).describe()}
         rows.append([str(i)] + [str(values[c]) or "-" for c in columns])
-    return "\n".join([format_table(["#"] + columns, rows), *compile_reasons(choices)])
+    return ["#", *columns], rows, compile_reasons(choices)
 
 
 def compile_reasons(choices: list[CompileDecision | None]) -> list[str]:

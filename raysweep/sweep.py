@@ -11,7 +11,6 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-import pyarrow as pa
 import ray
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
@@ -19,7 +18,7 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 import raysweep.interrupt as interrupt
 from raysweep.core.params import TrialParams
 from raysweep.core.paths import shell_path
-from raysweep.core.ranking import best_trial, ranked, ranking_of, searched_of, varied_parameters
+from raysweep.core.ranking import ranking_of
 from raysweep.core.schema import raysweep_version
 from raysweep.core.spec import TrialSpec
 from raysweep.core.store import ResultStore
@@ -41,10 +40,11 @@ from raysweep.runtime.train_run import import_train_torch_in_background
 from raysweep.runtime.worker_groups import WorkerGroups, group_pool
 from raysweep.search_config import SearchConfig, build_scheduler, search_record
 from raysweep.space import SearchSpace
+from raysweep.summary_table import summarize_trials
 from raysweep.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.tensorboard_logger import TensorBoardCallback
 from raysweep.text_table import format_table
-from raysweep.trackers import tracker_callbacks
+from raysweep.trackers import attach_report, tracker_callbacks
 
 
 def run_sweep(
@@ -85,7 +85,9 @@ def run_sweep(
                 callbacks = [recorder, DataErrorStop(store, recorder), *watch_callbacks(options, sweep, store, total)]
                 started = time.time()
                 fit_trials(trials_tuner(options, store, trials, callbacks, space), store)
-            return summarise(store, options, time.time() - started, launched_at)
+            report = summarise(store, options, time.time() - started, launched_at)
+            attach_report(callbacks, report)
+            return report
         finally:
             cluster.shutdown()
 
@@ -362,35 +364,16 @@ def available_devices() -> float:
     return float(resources.get("GPU", 0.0) or resources.get("CPU", 0.0))
 
 
-# Beside the columns a sweep varies, every summary shows what each trial measured.
-SUMMARY_MEASURES = ["throughput", "step_time_ms", "peak_mem_gib", "val_accuracy", "setup_s"]
-
-
-def varied_columns(table: pa.Table) -> list[str]:
-    """The trial parameters that differ between this sweep's trials (resolved values), in field order."""
-    return varied_parameters(table.to_pylist()) or ["num_workers", "micro_batch_per_worker"]
-
-
 def print_summary(store: ResultStore, elapsed: float, economy: dict) -> None:
-    """The trials (best first by the sweep's metric, ``raysweep.core.ranking``, where it names one), the best
-    one's line, the totals."""
-    table = store.read("trials").sort_by([("num_workers", "ascending"), ("micro_batch_per_worker", "ascending")])
-    manifest = store.read_sweep_json()
-    ranking, searched = ranking_of(manifest), searched_of(manifest)
-    shown = [*searched, *(c for c in varied_columns(table) if c not in searched)]
-    measures = [*SUMMARY_MEASURES, *([ranking.column] if ranking.column not in SUMMARY_MEASURES else [])]
-    columns = [c for c in ["trial_id", "status", *shown, *measures] if c in table.column_names]
-    rows = []
-    # best first where the sweep names its metric; a plain grid keeps its parameters' order
-    for r in ranked(table.to_pylist(), ranking) if manifest.get("metric") else table.to_pylist():
-        rows.append([f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c]) for c in columns])
+    """The trials' summary (``summary_table``), the best one's line, the totals."""
+    summary = summarize_trials(store.read("trials"), store.read_sweep_json())
     print()
-    print(format_table(columns, rows))
-    best = best_trial(table.to_pylist(), ranking, searched)
-    print(f"best: {best.line()}" if best else f"best: none (no completed trial has a {ranking.metric} value)")
+    print(format_table(summary.columns, summary.rows))
+    best = summary.best
+    print(f"best: {best.line()}" if best else f"best: none (no completed trial has a {summary.metric} value)")
     spent = economy_line(economy)
     spent = f"; {spent}" if spent else ""
-    print(f"\n{table.num_rows} trials in {elapsed:.0f} s{spent}; results: {shell_path(store.root)}")
+    print(f"\n{len(summary.rows)} trials in {elapsed:.0f} s{spent}; results: {shell_path(store.root)}")
     print(f"  query: {query_hint(store)}")
 
 

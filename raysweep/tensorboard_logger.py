@@ -2,7 +2,9 @@
 
 Written from the CLI's process as Tune reports each epoch, one run per trial under
 ``<sweep>/tensorboard/<run>/``, the run named by the trial's parameters so TensorBoard's run
-list reads like the sweep's axes. Each run also holds the HParams plugin's session summaries (the
+list reads like the sweep's axes. Its scalars are named as the tables' columns (``val_accuracy``,
+``throughput``): each epoch's figures at the epoch as the step, the trial's (``peak_mem_gib``,
+``setup_s`` ...) at its last epoch. Each run also holds the HParams plugin's session summaries (the
 trial's parameters), so TensorBoard's HParams tab compares the trials by parameter against their scalars.
 """
 
@@ -14,19 +16,17 @@ from pathlib import Path
 from ray.tune.logger import LoggerCallback
 
 from raysweep.core.params import TrialParams
-from raysweep.core.schema import EPOCH_KEY, RANKS_KEY, params_row
+from raysweep.core.schema import (
+    EPOCH_KEY,
+    RANKS_KEY,
+    TRACKED_EPOCH_COLUMNS,
+    TRACKED_TRIAL_COLUMNS,
+    params_row,
+)
 from raysweep.core.spec import spec_of
+from raysweep.core.store import ResultStore
 
-# Written per epoch from the ``epochs`` row; rank figures from each rank's row.
-EPOCH_SCALARS = {
-    "train/loss": "train_loss",
-    "val/loss": "val_loss",
-    "val/accuracy": "val_accuracy",
-    "perf/samples_per_second": "throughput",
-    "perf/step_time_ms": "step_time_ms",
-    "perf/epoch_time_s": "epoch_time_s",
-    "perf/data_wait_fraction": "data_wait_fraction",
-}
+# Each rank's figures per epoch, as ``rank<N>/<column>`` (the ranks table's columns).
 RANK_SCALARS = ("step_time_ms", "busy_ms", "wait_ms", "peak_mem_gib")
 # Parameters named in a run only when they differ from their defaults, to keep names short.
 # Parameter -> its prefix in the name: "-z2-sgd-bf16-ddp-strictspread-slow0".
@@ -65,6 +65,27 @@ def finite(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def epoch_figures(row: dict) -> dict[str, float]:
+    """An epoch's figures as the trackers log them: its ``epochs`` columns (TRACKED_EPOCH_COLUMNS) holding numbers."""
+    return {name: row[name] for name in TRACKED_EPOCH_COLUMNS if finite(row.get(name))}
+
+
+def trial_figures(store: ResultStore, trial_id: str) -> dict[str, float]:
+    """The figures of the trial's ``trials`` row the trackers log at its end (TRACKED_TRIAL_COLUMNS).
+
+    Read back as the recorder wrote it: the sweep's ``ResultTablesCallback`` comes before the trackers in
+    Tune's callbacks, so the row of a trial that just ended is on disk when a tracker's ``log_trial_end`` runs.
+    """
+    rows = store.read_trial_rows("trials", trial_id)
+    row = rows[-1] if rows else {}
+    return {name: row[name] for name in TRACKED_TRIAL_COLUMNS if finite(row.get(name))}
+
+
+def sweep_store(sweep_root: Path) -> ResultStore:
+    """The result store of the sweep directory ``sweep_root``."""
+    return ResultStore(Path(sweep_root).parent, Path(sweep_root).name)
+
+
 class TensorBoardCallback(LoggerCallback):
     """Writes the sweep's TensorBoard runs.  The sweep turns off Tune's own TBXLoggerCallback
     (TUNE_DISABLE_AUTO_CALLBACK_LOGGERS): it would write a second run per trial under ``_tune/``,
@@ -72,7 +93,9 @@ class TensorBoardCallback(LoggerCallback):
 
     def __init__(self, sweep_root: Path):
         self.root = Path(sweep_root) / "tensorboard"
+        self.store = sweep_store(sweep_root)
         self.writers: dict = {}  # trial_id -> SummaryWriter
+        self.last_epoch: dict[str, int] = {}  # trial_id -> the step its trial figures are written at
 
     def writer_for(self, logdir: Path):
         from tensorboardX import SummaryWriter
@@ -95,9 +118,9 @@ class TensorBoardCallback(LoggerCallback):
         if trial.trial_id not in self.writers:
             self.log_trial_start(trial)
         writer, step = self.writers[trial.trial_id], row["epoch"]
-        for tag, column in EPOCH_SCALARS.items():
-            if finite(row.get(column)):
-                writer.add_scalar(tag, row[column], global_step=step)
+        self.last_epoch[trial.trial_id] = step
+        for name, value in epoch_figures(row).items():
+            writer.add_scalar(name, value, global_step=step)
         for rank, rank_row in (result.get(RANKS_KEY) or {}).items():
             for column in RANK_SCALARS:
                 if finite(rank_row.get(column)):
@@ -107,6 +130,9 @@ class TensorBoardCallback(LoggerCallback):
     def log_trial_end(self, trial, failed: bool = False) -> None:
         writer = self.writers.pop(trial.trial_id, None)
         if writer is not None:
+            step = self.last_epoch.pop(trial.trial_id, 0)
+            for name, value in trial_figures(self.store, trial.trial_id).items():
+                writer.add_scalar(name, value, global_step=step)
             writer.file_writer.add_summary(hparams_summaries(spec_of(trial.config).params)[1])
             writer.close()
 

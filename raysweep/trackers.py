@@ -1,6 +1,7 @@
 """``--log-to mlflow|wandb``: every trial a run in an experiment tracker, when its package is installed.
 
-MLflow: the sweep's own Tune callback (``raysweep.mlflow_logger``). W&B: Ray Tune's ``WandbLoggerCallback``.
+MLflow: the sweep's own Tune callback (``raysweep.mlflow_logger``): a run for the sweep, the trials' runs nested
+in it, the report attached at the end. W&B: Ray Tune's ``WandbLoggerCallback``.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ def check_trackers(names: list[str]) -> None:
 
 
 def start_trackers(names: list[str], sweep: str, sweep_root: Path) -> None:
-    """Connect every tracker now, before the sweep begins: one that cannot start raises ``UsageError``
-    while its caller can still remove the sweep's directory (the sweep's callbacks connect again)."""
+    """Connect every tracker now, before Ray starts: one that cannot start (a tracking server that does not
+    answer within seconds included) raises ``UsageError`` while its caller can still remove the sweep's
+    directory (the sweep's callbacks connect again)."""
     tracker_callbacks(names, sweep, sweep_root)
 
 
@@ -37,10 +39,26 @@ def tracker_callbacks(names: list[str], sweep: str, sweep_root: Path) -> list:
         if name == "mlflow":
             from raysweep.mlflow_logger import MLflowCallback, mlflow_uri
 
-            callbacks.append(MLflowCallback(mlflow_uri(sweep_root), sweep))
+            callbacks.append(MLflowCallback(mlflow_uri(sweep_root), sweep, sweep_root))
         elif name == "wandb":
             from ray.air.integrations.wandb import WandbLoggerCallback
 
             # W&B reads its key and mode (WANDB_API_KEY, WANDB_MODE=offline) from the environment.
             callbacks.append(WandbLoggerCallback(project=os.environ.get("WANDB_PROJECT", "raysweep"), group=sweep))
     return callbacks
+
+
+def attach_report(callbacks: list, report: Path | None) -> None:
+    """The sweep's report, once written, as artifacts of the trackers' sweep run (MLflow's parent run).
+
+    The tables and the report are written already: a tracker that fails here is said in one line, not raised."""
+    if report is None:
+        return
+    from raysweep.mlflow_logger import MLflowCallback
+
+    for callback in callbacks:
+        if isinstance(callback, MLflowCallback):
+            try:
+                callback.attach_report(report)
+            except Exception as e:  # the tracker's store or server: nothing of the sweep depends on it
+                print(f"mlflow: report not attached: {(str(e).strip().splitlines() or [type(e).__name__])[0]}")

@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         choices=TRACKERS,
         help="also log every trial to this experiment tracker through Ray Tune's callback (repeatable); "
-        "mlflow writes to <sweep>/mlruns unless MLFLOW_TRACKING_URI is set",
+        "mlflow writes to <sweep>/mlflow.db and <sweep>/mlartifacts unless MLFLOW_TRACKING_URI is set",
     )
     return p
 

@@ -255,6 +255,17 @@ TRIALS = unique(
 EPOCHS = unique(KEYS + report_fields(EpochReport))
 RANKS = unique(KEYS + report_fields(RankReport))
 
+# What the experiment trackers (TensorBoard, MLflow) log, each figure under its column name: per epoch (the
+# epoch as the step) the ``epochs`` row's figures, and at the trial's end the ``trials`` row's numeric
+# columns the epochs table lacks (``peak_mem_gib``, ``setup_s``, ``mfu`` ...): a name the epochs table
+# has (``throughput``, ``val_accuracy``) keeps its per-epoch history.
+TRACKED_EPOCH_COLUMNS = tuple(name for name in EPOCHS.names if name not in ("sweep", "trial_id", "epoch"))
+TRACKED_TRIAL_COLUMNS = tuple(
+    f.name
+    for f in [*report_fields(TrialRecord), *report_fields(TrialReport)]
+    if (pa.types.is_integer(f.type) or pa.types.is_floating(f.type)) and f.name not in TRACKED_EPOCH_COLUMNS
+)
+
 # Not a report of a trial but the search's verdict per configuration: its columns are listed here, with their docs.
 MAX_BATCH_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("sweep", pa.string(), "the sweep's name"),

@@ -234,11 +234,12 @@ def test_progress_log_is_plain_and_tensorboard_has_every_epoch(sweep):
     assert runs == sorted(f"{tid}-w1-mb{r['micro_batch_per_worker']}-acc1" for tid, r in trials.items())
     for run in runs:
         scalars = read_scalars(sweep.root / "tensorboard" / run)
-        for tag in ("train/loss", "val/accuracy", "perf/samples_per_second", "perf/step_time_ms", "rank0/peak_mem_gib"):
+        for tag in ("train_loss", "val_accuracy", "throughput", "step_time_ms", "rank0/peak_mem_gib"):
             assert sorted(scalars.get(tag, {})) == list(range(EPOCHS)), (run, tag, sorted(scalars))
         tid = run.split("-")[0]
         for row in (e for e in epochs if e["trial_id"] == tid):
-            assert scalars["perf/samples_per_second"][row["epoch"]] == pytest.approx(row["throughput"], rel=1e-5)
+            assert scalars["throughput"][row["epoch"]] == pytest.approx(row["throughput"], rel=1e-5)
+        assert scalars["setup_s"] == {EPOCHS - 1: pytest.approx(trials[tid]["setup_s"], rel=1e-5)}
     # Tune's own TensorBoard logger is off: one run per trial, not two.
     assert not list((sweep.root / "_tune").rglob("events.out.tfevents*"))
 

@@ -532,8 +532,8 @@ def validation_line(summary: Path = VALIDATION_SUMMARY) -> str:
     if not summary.is_file():
         return ""
     rows = pd.read_csv(summary).dropna(subset=["error"])
-    if "held_out" in rows.columns and rows["held_out"].any():
-        rows, which = rows[rows["held_out"].astype(bool)], "held-out "
+    if "held_out" in rows.columns and rows["held_out"].eq(True).any():
+        rows, which = rows[rows["held_out"].eq(True)], "held-out "
     else:
         which = ""
     if rows.empty:

@@ -14,13 +14,14 @@ from analysis.predict import validation_line
 from tests.integration.conftest import REPO, explain
 
 SCRIPT = "docs/results/cpu16-prediction/validate.py"
+ENV = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a Ray of its own, as a user's first run
 
 
 def test_the_validation_script_runs_small_and_writes_its_summary(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(REPO / SCRIPT), "--smoke", "out"],
         cwd=tmp_path,
-        env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"},
+        env=ENV | {"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"},
         capture_output=True,
         text=True,
         timeout=600,

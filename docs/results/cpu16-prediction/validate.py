@@ -125,7 +125,11 @@ def sweeps(case: Case) -> dict[str, dict]:
     return {
         "one-rank": {"num_workers": 1, "micro_batch_per_worker": case.one_rank_micro_batches, "data_scaling": "fixed"},
         "strong": {"num_workers": case.ranks, "global_batch": case.strong_global_batch, "data_scaling": "fixed"},
-        "weak": {"num_workers": case.ranks, "micro_batch_per_worker": case.weak_micro_batch, "data_scaling": "per_worker"},
+        "weak": {
+            "num_workers": case.ranks,
+            "micro_batch_per_worker": case.weak_micro_batch,
+            "data_scaling": "per_worker",
+        },
     }
 
 

@@ -367,11 +367,11 @@ def predict_counts(
 MIN_HOLDOUT_COUNTS = 3  # the smallest two calibrate (the 1-rank compute and the contention); a third is predicted
 
 
-def holdout(trials: pd.DataFrame, links: Links, gpus_per_node: int, slowest: float = 1.0) -> pd.DataFrame:
+def holdout(trials: pd.DataFrame, links: Links, slowest: float = 1.0) -> pd.DataFrame:
     """The sweep validating itself: each worker count beyond its two smallest predicted from the smaller counts'
-    trials alone (``calibrate_on``), beside its measurement; the measured rows of ``predict_from_trials`` at the
-    held-out counts (``calibrated_on`` says which counts calibrated each). Empty with fewer than
-    ``MIN_HOLDOUT_COUNTS`` measured worker counts or none of 1 rank."""
+    trials alone (``calibrate_on``), on the nodes its trials ran on, beside its measurement; the measured rows of
+    ``predict_from_trials`` at the held-out counts (``calibrated_on`` says which counts calibrated each). Empty
+    with fewer than ``MIN_HOLDOUT_COUNTS`` measured worker counts or none of 1 rank."""
     trials = completed(trials)
     counts = sorted(measured_counts(trials))
     if len(counts) < MIN_HOLDOUT_COUNTS or counts[0] != 1:
@@ -379,7 +379,9 @@ def holdout(trials: pd.DataFrame, links: Links, gpus_per_node: int, slowest: flo
     frames = []
     for held in counts[2:]:
         below = {c for c in counts if c < held}
-        frame = predict_counts(trials, links, sorted(below | {held}), gpus_per_node, slowest, calibrate_on=below)
+        nodes = trials.loc[trials["num_workers"] == held, "num_nodes"].max()
+        per_node = math.ceil(held / (int(nodes) if pd.notna(nodes) and nodes >= 1 else 1))
+        frame = predict_counts(trials, links, sorted(below | {held}), per_node, slowest, calibrate_on=below)
         frames.append(frame[(frame["num_workers"] == held) & frame["measured"]])
     return pd.concat(frames, ignore_index=True)
 
@@ -451,10 +453,10 @@ def report_predictions(sweep_dir: Path, trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def report_holdout(sweep_dir: Path, trials: pd.DataFrame) -> pd.DataFrame:
-    """``holdout`` over the sweep's own link table, on one node as ``report_predictions`` predicts."""
+    """``holdout`` over the sweep's own link table."""
     if not (sweep_dir / LINKS_FILE).is_file():
         raise AnalysisError(NO_LINKS)
-    return holdout(trials, resolve_links(sweep_dir, None, None), PREDICT_BEYOND * int(trials["num_workers"].max()))
+    return holdout(trials, resolve_links(sweep_dir, None, None))
 
 
 def predict_scaling(
@@ -478,10 +480,11 @@ def predict_scaling(
     return pa.Table.from_pandas(frame, preserve_index=False)
 
 
-def sweep_holdout(sweep_dir: str | Path, gpus_per_node: int, link: str | None = None, slowest: float = 1.0):
-    """``holdout`` of a sweep's trials on the links ``predict_scaling`` resolves (one node of ``gpus_per_node``)."""
-    links = resolve_links(Path(sweep_dir), link, None)
-    return holdout(load_sweep(sweep_dir).trials, links, gpus_per_node, slowest)
+def sweep_holdout(
+    sweep_dir: str | Path, link: str | None = None, intra_link: str | None = None, slowest: float = 1.0
+) -> pd.DataFrame:
+    """``holdout`` of a sweep's trials on the links ``predict_scaling`` resolves."""
+    return holdout(load_sweep(sweep_dir).trials, resolve_links(Path(sweep_dir), link, intra_link), slowest)
 
 
 def prediction_lines(table: pa.Table) -> str:
@@ -573,7 +576,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(prediction_lines(table))
     try:
-        held = holdout_lines(sweep_holdout(args.sweep_dir, args.gpus_per_node, args.link, args.slowest))
+        held = holdout_lines(sweep_holdout(args.sweep_dir, args.link, args.intra_link, args.slowest))
     except AnalysisError as exc:
         held = f"no held-out check: {exc}"
     for text in (held, validation_line()):

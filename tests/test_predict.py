@@ -271,7 +271,7 @@ def scaling_sweep(measured_at_four: float) -> pd.DataFrame:
 
 
 def test_the_contention_calibrated_on_two_ranks_predicts_four_held_out():
-    held = holdout(scaling_sweep(44.0), probed(10e-6, 1e9), gpus_per_node=4)
+    held = holdout(scaling_sweep(44.0), probed(10e-6, 1e9))
     assert list(held["num_workers"]) == [4] and list(held["scaling"]) == ["strong"]
     four = held.iloc[0]
     assert four.calibrated_on == "1,2" and four.contention_per_hop_ms == pytest.approx(1.5)
@@ -283,7 +283,7 @@ def test_the_contention_calibrated_on_two_ranks_predicts_four_held_out():
     assert holdout_summary(held) == (
         "held-out error at 4 ranks from 1 and 2: -9.0%; predictions beyond 4 ranks carry at least that error."
     )
-    assert holdout(scaling_sweep(44.0).query("num_workers < 4"), probed(10e-6, 1e9), 4).empty  # two counts
+    assert holdout(scaling_sweep(44.0).query("num_workers < 4"), probed(10e-6, 1e9)).empty  # two counts
     assert holdout_summary(pd.DataFrame()) == ""
 
 

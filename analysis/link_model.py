@@ -76,6 +76,7 @@ class Links:
 
     name: str
     fits: dict[tuple[str, str], LinkFit] = field(default_factory=dict)
+    measured: frozenset[str] = frozenset()  # the link classes whose fits a probe timed (the rest: datasheet figures)
 
     def fit(self, link_class: str, collective: str) -> LinkFit:
         found = self.fits.get((link_class, collective)) or self.fits.get((link_class, "all_reduce"))
@@ -87,7 +88,20 @@ class Links:
         """These fits with ``other``'s fits of ``link_class`` in their place."""
         kept = {key: value for key, value in self.fits.items() if key[0] != link_class}
         taken = {key: value for key, value in other.fits.items() if key[0] == link_class}
-        return Links(f"{self.name}+{other.name}", {**kept, **taken})
+        measured = (self.measured - {link_class}) | (other.measured & {link_class})
+        return Links(f"{self.name}+{other.name}", {**kept, **taken}, measured)
+
+    def classes_used(self, ranks_per_node: int, nodes: int) -> list[str]:
+        """The link classes a collective over ``nodes`` x ``ranks_per_node`` ranks crosses (``collective_s``)."""
+        return [c for c, used in ((INTRA_NODE, ranks_per_node > 1), (INTER_NODE, nodes > 1)) if used]
+
+    def hops(self, collective: str, ranks_per_node: int, nodes: int) -> float:
+        """The ring steps of one collective as ``collective_s`` runs it: the latency terms' count, each a hand-off
+        from one rank to the next that waits for both to be running."""
+        if nodes <= 1:
+            return cost_terms(collective, ranks_per_node)[0]
+        intra_steps = 2 if collective == "all_reduce" else 1  # a reduce-scatter and an all-gather within the node
+        return cost_terms(collective, nodes)[0] + intra_steps * cost_terms("all_gather", ranks_per_node)[0]
 
     def collective_s(self, collective: str, nbytes: float, ranks_per_node: int, nodes: int) -> float:
         """One collective over ``nodes`` x ``ranks_per_node`` ranks, hierarchically where both exceed one.
@@ -154,7 +168,7 @@ def links_from_table(table: pa.Table, name: str = "measured") -> Links:
             fits[(row["link_class"], row["collective"])] = LinkFit(row["alpha_s"], row["beta_bytes_per_s"])
     if not fits:
         raise AnalysisError(f"{name}: no fitted link in the table")
-    return Links(name, fits)
+    return Links(name, fits, frozenset(link_class for link_class, _ in fits))
 
 
 def fit_rows(points: list[dict]) -> list[dict]:

@@ -22,8 +22,25 @@ from analysis.link_model import (
     named_link,
     uniform,
 )
-from analysis.predict import main, predict_from_trials, worker_counts
-from analysis.step_model import ComputeCurve, Engine, Transfer, comm_s, step_s, step_traffic
+from analysis.predict import (
+    holdout,
+    holdout_summary,
+    main,
+    predict_from_trials,
+    validation_line,
+    worker_counts,
+)
+from analysis.step_model import (
+    ComputeCurve,
+    Engine,
+    StepTerms,
+    Transfer,
+    comm_s,
+    fit_contention,
+    step_hops,
+    step_s,
+    step_traffic,
+)
 from raysweep.core.schema import table_from_rows
 
 
@@ -129,7 +146,8 @@ def trial(trial_id: str, workers: int, micro: int, step_ms: float, **more) -> di
 def test_a_strong_scaling_prediction_computed_by_hand():
     trials = pd.DataFrame([trial("a", 1, 64, 100.0), trial("b", 4, 16, 33.0, comm_kernel_ms=6.0)])
     links = uniform("t", INTRA_NODE, 10e-6, 1e9)
-    frame = predict_from_trials(trials, links, nodes=1, gpus_per_node=4)
+    # calibrated on the 1-rank trial alone: the idle link, no contention
+    frame = predict_from_trials(trials, links, nodes=1, gpus_per_node=4, calibrate_on={1})
     strong = frame[frame["scaling"] == "strong"].set_index("num_workers")
     assert list(strong.index) == [1, 2, 4]
     four = strong.loc[4]
@@ -145,11 +163,16 @@ def test_a_strong_scaling_prediction_computed_by_hand():
     assert four.error == pytest.approx(31.06 / 33.0 - 1)
     assert pd.isna(four.missed_term)
     assert not strong.loc[2].measured
+    assert four.contention_ms == 0.0 and four.calibrated_on == "1"
+    assert four.extrapolated
+    assert four.extrapolation == "beyond the 1 rank calibrated; intra_node link t: datasheet figures, never measured"
+    assert not strong.loc[1].extrapolated and pd.isna(strong.loc[1].extrapolation)
 
 
 def test_a_miss_names_the_term_further_off():
     trials = pd.DataFrame([trial("a", 1, 64, 100.0), trial("b", 2, 32, 90.0, comm_kernel_ms=40.0)])
-    frame = predict_from_trials(trials, uniform("t", INTRA_NODE, 10e-6, 1e9), nodes=1, gpus_per_node=2)
+    links = uniform("t", INTRA_NODE, 10e-6, 1e9)
+    frame = predict_from_trials(trials, links, nodes=1, gpus_per_node=2, calibrate_on={1})
     two = frame[(frame["scaling"] == "strong") & (frame["num_workers"] == 2)].iloc[0]
     assert two.missed_term.startswith("comm")
 
@@ -173,6 +196,8 @@ def test_cli_predicts_a_sweep_over_a_named_link(tmp_path, capsys):
     table = pq.read_table(sweep / "report" / "predictions.parquet").to_pandas()
     assert set(table["num_workers"]) == {1, 2, 4}
     assert (table["link"] == "10gbe").all()
+    assert table.loc[table["num_workers"] == 4, "extrapolated"].all()
+    assert "* extrapolated: 2 nodes, calibrated on 1;" in out and "beyond the 2 ranks calibrated" in out
     assert main([str(sweep), "--nodes", "2", "--gpus-per-node", "1", "--link", "carrier-pigeon"]) == 2
     assert "unknown link 'carrier-pigeon'" in capsys.readouterr().err
 
@@ -203,5 +228,122 @@ def test_the_report_section_shows_the_fits_and_predictions_beyond_the_measured_r
     assert tables[0].rows[0][:2] == [INTRA_NODE, "all_reduce"]
     predicted = tables[1].rows
     assert {row[1] for row in predicted} >= {"1", "2", "4", "8"}  # up to 4x the 2 ranks measured
-    assert any(row[6] == "(prediction)" for row in predicted)
+    assert any(row[7] == "(prediction)" for row in predicted)
     assert prediction_section(SimpleNamespace(data=SimpleNamespace(sweep_dir=tmp_path, trials=trials)), []) == []
+
+
+def probed(alpha_s: float, bytes_per_s: float) -> Links:
+    """An intra-node link as a probe's table gives it: timed, so not a datasheet figure."""
+    return Links("probe", uniform("probe", INTRA_NODE, alpha_s, bytes_per_s).fits, frozenset({INTRA_NODE}))
+
+
+def test_ring_steps_of_a_step_by_hand():
+    links = Links("t", {**uniform("a", INTRA_NODE, 1e-6, 1e9).fits, **uniform("b", INTER_NODE, 1e-5, 1e9).fits})
+    assert links.hops("all_reduce", 4, 1) == 6  # 2 (p - 1) on a flat ring
+    assert links.hops("all_reduce", 4, 2) == 2 + 2 * 3  # across 2 nodes, a reduce-scatter and an all-gather within
+    assert links.hops("all_gather", 1, 4) == 3
+    assert step_hops([Transfer("all_reduce", 4e7, 2)], links, 4, 1) == 12  # two buckets
+    assert step_hops([Transfer("all_reduce", 4e7, 2)], links, 1, 1) == 0
+
+
+def test_step_terms_add_the_contention_to_the_bounded_step():
+    terms = StepTerms(compute_ms=100.0, comm_ms=10.0, overlap=0.5, contention_ms=6.0)
+    assert terms.step_ms == 111.0 and terms.exposed_comm_ms == 11.0
+    assert StepTerms(5.0, 10.0, 1.0, 2.0).step_ms == 12.0  # never shorter than the collectives, plus the waits
+
+
+def test_contention_is_the_least_squares_wait_per_ring_step_and_never_negative():
+    fitted = fit_contention([2.0, 6.0], [2.0, 6.0])
+    assert fitted.per_hop_ms == pytest.approx(1.0) and fitted.points == 2 and fitted.ms(14) == pytest.approx(14.0)
+    assert fitted.per_hop_ms == pytest.approx(fit_contention([2.0], [2.0]).per_hop_ms)
+    assert fit_contention([2.0, 6.0], [1.0, 3.0]).per_hop_ms == pytest.approx((2 + 18) / 40)
+    assert fit_contention([2.0], [-5.0]).per_hop_ms == 0.0  # below the idle link: overlap or noise, not a wait
+    assert fit_contention([], []).per_hop_ms == 0.0
+
+
+def scaling_sweep(measured_at_four: float) -> pd.DataFrame:
+    """Strong scaling of 64 samples: 1 rank at 100 ms; 2 ranks at the idle link plus 1.5 ms a ring step; 4 ranks
+    measured at ``measured_at_four``. A 4 MB fp32 all-reduce on a 10 us, 1 GB/s link."""
+    two = 50.0 + (2 * 10e-6 + 1.0 * 4e6 / 1e9) * 1000 + 2 * 1.5  # compute, the idle link's 4.02 ms, 2 ring steps
+    return pd.DataFrame(
+        [trial("a", 1, 64, 100.0), trial("b", 2, 32, two), trial("c", 2, 32, two), trial("d", 4, 16, measured_at_four)]
+    )
+
+
+def test_the_contention_calibrated_on_two_ranks_predicts_four_held_out():
+    held = holdout(scaling_sweep(44.0), probed(10e-6, 1e9))
+    assert list(held["num_workers"]) == [4] and list(held["scaling"]) == ["strong"]
+    four = held.iloc[0]
+    assert four.calibrated_on == "1,2" and four.contention_per_hop_ms == pytest.approx(1.5)
+    # 25 ms compute + 6.06 ms idle all-reduce on 4 ranks + 6 ring steps x 1.5 ms
+    assert four.hops == 6 and four.contention_ms == pytest.approx(9.0)
+    assert four.step_time_ms == pytest.approx(40.06)
+    assert four.error == pytest.approx(40.06 / 44.0 - 1)
+    assert four.extrapolated and four.extrapolation == "beyond the 2 ranks calibrated"
+    assert holdout_summary(held) == (
+        "held-out error at 4 ranks from 1 and 2: -9.0%; predictions beyond 4 ranks carry at least that error."
+    )
+    assert holdout(scaling_sweep(44.0).query("num_workers < 4"), probed(10e-6, 1e9)).empty  # two counts
+    assert holdout_summary(pd.DataFrame()) == ""
+
+
+def test_calibrated_on_every_count_the_prediction_beyond_them_is_marked_extrapolated():
+    frame = predict_from_trials(scaling_sweep(40.06), probed(10e-6, 1e9), nodes=1, gpus_per_node=8)
+    strong = frame[frame["scaling"] == "strong"].set_index("num_workers")
+    assert strong.loc[4].calibrated_on == "1,2,4" and not strong.loc[4].extrapolated
+    assert strong.loc[4].contention_per_hop_ms == pytest.approx(1.5)  # the 4-rank point lies on the same line
+    assert strong.loc[8].extrapolated and strong.loc[8].extrapolation == "beyond the 4 ranks calibrated"
+    links = probed(10e-6, 1e9).with_class(INTER_NODE, named_link("10gbe"))
+    across = predict_from_trials(scaling_sweep(40.06), links, nodes=4, gpus_per_node=2)
+    eight = across[(across["scaling"] == "strong") & (across["num_workers"] == 8)].iloc[0]
+    assert eight.extrapolation == (
+        "beyond the 4 ranks calibrated; 4 nodes, calibrated on 1; inter_node link probe+10gbe: datasheet figures, "
+        "never measured"
+    )
+
+
+def test_the_validation_line_reads_the_committed_summary(tmp_path):
+    summary = tmp_path / "cpu16-prediction" / "summary.csv"
+    summary.parent.mkdir()
+    pd.DataFrame(
+        [
+            {"run": "r", "host": "16 CPU cores, gloo", "scaling": "strong", "num_workers": n, "held_out": n > 2}
+            | {"error": e}
+            for n, e in ((2, -0.5), (4, 0.05), (8, -0.12))
+        ]
+    ).to_csv(summary, index=False)
+    assert validation_line(summary) == (
+        "validated against measurement: cpu16-prediction (2 held-out predictions at 4-8 ranks; 16 CPU cores, "
+        "gloo), worst held-out error -12.0% (r, strong, 8 ranks)"
+    )
+    assert validation_line(tmp_path / "none.csv") == ""
+
+
+def test_the_report_section_prints_the_held_out_check_beside_the_predictions(tmp_path):
+    from types import SimpleNamespace
+
+    from analysis.predict import report_predictions
+    from analysis.prediction_section import prediction_section
+    from analysis.render import Paragraph, Table
+
+    sweep = tmp_path / "s"
+    (sweep / "links").mkdir(parents=True)
+    points = [
+        {"row": "point", "link_class": INTRA_NODE, "collective": "all_reduce", "ranks": p, "bytes": n, "time_s": t}
+        for p in (2, 4)
+        for n in (1024, 2**20, 2**24)
+        for t in [LinkFit(10e-6, 1e9).time_s("all_reduce", n, p)]
+    ]
+    pq.write_table(table_from_rows("links", points + fit_rows(points)), sweep / "links" / "links.parquet")
+    trials = scaling_sweep(44.0)
+    data = SimpleNamespace(sweep_dir=sweep, trials=trials)
+    blocks = prediction_section(SimpleNamespace(data=data, predictions=report_predictions(sweep, trials)), [])
+    held = next(b for b in blocks if isinstance(b, Paragraph) and b.text.startswith("**Held out**"))
+    assert "held-out error at 4 ranks from 1 and 2: -9.0%; predictions beyond 4 ranks carry at least" in held.text
+    table = blocks[blocks.index(held) + 1]
+    assert isinstance(table, Table) and table.rows[0][:3] == ["strong", "4", "1,2"] and table.rows[0][-1] == "-9.0%"
+    predicted = blocks[blocks.index(table) + 1].rows
+    assert {row[-1] for row in predicted if row[1] == "16"} == {"beyond the 4 ranks calibrated"}  # strong, weak
+    few = SimpleNamespace(sweep_dir=sweep, trials=trials[trials["num_workers"] < 4])
+    blocks = prediction_section(SimpleNamespace(data=few, predictions=report_predictions(sweep, few.trials)), [])
+    assert any(isinstance(b, Paragraph) and "fewer than three worker counts" in b.text for b in blocks)

@@ -5,6 +5,8 @@ an inter-node link."""
 
 from __future__ import annotations
 
+import re
+
 import pyarrow.parquet as pq
 import pytest
 from ray.cluster_utils import Cluster
@@ -14,9 +16,11 @@ from tests.integration.conftest import explain, run_cli
 
 
 def test_a_sweep_with_probe_links_fits_its_links_and_predicts_beyond_its_ranks(tmp_path):
+    # 4 ranks of half a CPU on 2 cores: oversubscribed, a functional check of the hold-out, not a measurement
     proc = run_cli(
-        "--space", "strong_scaling", "--set", "num_workers=[1,2]", "--set", "train_samples=256", "--epochs", "1",
-        "--repeats", "1", "--probe-links", "--results-dir", str(tmp_path), "--name", "probed", "--no-dashboard",
+        "--space", "strong_scaling", "--set", "num_workers=[1,2,4]", "--set", "train_samples=256", "--epochs", "1",
+        "--set", "cpus_per_worker=0.5", "--repeats", "1", "--probe-links", "--results-dir", str(tmp_path),
+        "--name", "probed", "--no-dashboard",
         timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, explain(proc)
@@ -29,10 +33,16 @@ def test_a_sweep_with_probe_links_fits_its_links_and_predicts_beyond_its_ranks(t
     assert all(r["alpha_s"] >= 0 and r["beta_bytes_per_s"] > 0 for r in links if r["row"] == "fit")
     report = (sweep / "report" / "report.md").read_text(encoding="utf-8")
     assert "Predictions" in report
+    # 4 ranks predicted from the 1- and 2-rank trials alone, beside its measurement, and what that says beyond 4
+    assert re.search(r"held-out error at 4 ranks from 1 and 2: [+-]\d+\.\d%", report), report
+    assert "predictions beyond 4 ranks carry at least that error" in report
+    assert "beyond the 4 ranks calibrated" in report  # the rows at 8 and 16 ranks say they extrapolate
     assert (sweep / "report" / "predicted_scaling.png").is_file() and "predicted_scaling.png" in report
-    predicted = run_cli(str(sweep), "--nodes", "1", "--gpus-per-node", "4", module="analysis.predict", timeout=300)
+    predicted = run_cli(str(sweep), "--nodes", "1", "--gpus-per-node", "8", module="analysis.predict", timeout=300)
     assert predicted.returncode == 0, explain(predicted)
-    assert (sweep / "report" / "predictions.parquet").is_file()
+    assert "held-out error at 4 ranks from 1 and 2" in predicted.stdout, explain(predicted)
+    table = pq.read_table(sweep / "report" / "predictions.parquet").to_pandas()
+    assert set(table.loc[table["extrapolated"], "num_workers"]) == {8}
 
 
 @pytest.fixture(scope="module")

@@ -1,19 +1,28 @@
-"""Validate the step-time model on a 16-core host (CPU ranks over gloo): calibrate on 1-rank trials and the link
-probe only, then predict and measure strong and weak scaling at 2, 4 and 8 ranks.
+"""Validate the step-time model on a 16-core host (CPU ranks over gloo): calibrate on the 1- and 2-rank trials and
+the link probe, then predict strong and weak scaling at 4 and 8 ranks held out and compare with measurement.
 
-    python docs/results/cpu16-prediction/validate.py [--tiny] [OUT]
+    python docs/results/cpu16-prediction/validate.py [--case NAME] [--smoke] [OUT]
 
-Writes under OUT (default $OUT, else /tmp/cpu16-prediction): the link probe (links/links.parquet), three sweeps
-(one-rank, strong, weak) and summary.csv, one row per scaling and N: the predicted step time (no overlap, the
-bound the model takes where none is measured; the full-overlap bound beside it) and the measured median with
-its spread over the seeds. Every rank holds one CPU, so 8 ranks leave half the 16 cores to gloo's threads
-and Ray (ranks that fill every core wait on each other's descheduling, which no link model predicts). The
-model (ViT-Ti/16 at 32 px: 5.5 M parameters over 5 tokens, fp32 DDP, a 22 MB all-reduce a step against a
-small compute) and micro batches of 8-64 make the all-reduce a visible share of the step at 4 and 8 ranks.
+Two cases (``CASES``), each its own call with ``--case`` (one call fits in 9 minutes; without ``--case`` both run):
 
-``--tiny`` runs the same steps at the smallest scale (2 CPUs, 1 seed, 2 ranks, buffers to 1 MiB, the same 12
-steps a trial so that the profiled window records comm_kernel_ms): a check that the script still runs against
-the code, not a validation.
+* ``vit-micro``, where communication is a small share of the step: ViT micro (0.46 M parameters, a 1.8 MB
+  all-reduce) over 64 tokens a sample at micro batches of 16-128;
+* ``vit-ti``, where it is a third or more of the step at 4 and 8 ranks: ViT-Ti/16 at 32 px (5.5 M parameters, a
+  22 MB all-reduce) over 5 tokens a sample at micro batches of 4-32.
+
+Each case: the link probe (``python -m raysweep.probe``'s API: all-reduce, the only collective fp32 DDP runs, on
+2, 4 and 8 ranks from 1 KiB to 64 MiB), 1-rank trials at every micro batch a rank runs, then strong (global batch
+fixed) and weak (micro batch fixed) scaling at 2, 4 and 8 ranks, two seeds each, one trial at a time, every rank
+one CPU (8 ranks hold half the cores, leaving the rest to gloo's threads and Ray). The model
+(``analysis.predict.predict_from_trials``) is calibrated on the 1- and 2-rank trials only (``calibrate_on``): the
+compute from 1 rank, the wait per ring step (contention) from 2; 4 and 8 ranks are held out. It writes
+``OUT/summary.csv`` (a case's rows replace that case's earlier rows, so the two calls build one table): per case,
+scaling and N the terms, the predicted step, the measured median with its spread over the seeds, the error, whether
+N was held out, and beyond 15% the term further off (compute, or comm against the profiled ``comm_kernel_ms``);
+then it prints the table and the worst held-out error, and its wall time last.
+
+``--smoke`` runs the same steps at the smallest scale (1 and 2 ranks on 2 CPUs, one seed, tiny batches, buffers to
+1 MiB; 2 ranks predicted from 1): a check that the script runs against the code, not a validation.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -34,75 +43,117 @@ from raysweep.core.store import ResultStore
 from raysweep.probe import ProbeOptions, fit_lines, links_path, probe
 from trainers.link_probe import ProbePlan
 
+COLUMNS = [
+    "run",
+    "host",
+    "model",
+    "scaling",
+    "num_workers",
+    "micro_batch",
+    "calibrated_on",
+    "held_out",
+    "compute_ms",
+    "comm_ms",
+    "contention_ms",
+    "step_time_ms",
+    "step_time_full_overlap_ms",
+    "measured_step_time_ms",
+    "measured_min_ms",
+    "measured_max_ms",
+    "measured_comm_ms",
+    "error",
+    "missed_term",
+]
+
 
 @dataclass(frozen=True)
-class Scale:
-    """How large the check runs: the host's CPUs, the ranks, the seeds, the batches and the probe."""
+class Case:
+    """One model at one shape: what it trains, the ranks, the batches, the seeds and the probe."""
 
-    cpus: int
-    cpus_per_worker: int
+    name: str
+    model: str
+    image_size: int
     ranks: list[int]  # strong and weak scaling's worker counts
-    one_rank_micro_batches: list[int]  # every micro batch a strong-scaling rank runs, and the weak one
     strong_global_batch: int
     weak_micro_batch: int
     seeds: list[int]
     train_samples: int
-    max_steps_per_epoch: int
     probe: ProbePlan
 
+    @property
+    def one_rank_micro_batches(self) -> list[int]:
+        """Every micro batch a strong- or weak-scaling rank runs, and the strong series' 1-rank base."""
+        strong = {self.strong_global_batch // n for n in [1, *self.ranks]}
+        return sorted(strong | {self.weak_micro_batch})
 
-FULL = Scale(16, 1, [2, 4, 8], [8, 16, 32, 64], 64, 16, [0, 1, 2], 4096, 12, ProbePlan(max_bytes=64 << 20, repeats=7))
-TINY = Scale(2, 1, [2], [16, 32], 32, 16, [0], 512, 12, ProbePlan(max_bytes=1 << 20, repeats=2, warmup=1))
+    @property
+    def calibrate_on(self) -> set[int]:
+        """1 rank (the compute) and the smallest multi-rank count (the contention) where a larger one is left to
+        hold out; 1 rank alone otherwise."""
+        return {1, self.ranks[0]} if len(self.ranks) > 1 else {1}
 
 
-def common(scale: Scale) -> dict:
+PROBE = ProbePlan(max_bytes=64 << 20, repeats=7, collectives=("all_reduce",))
+CASES = {
+    "vit-micro": Case("vit-micro", "vit_micro_patch4_32", 32, [2, 4, 8], 128, 32, [0, 1], 4096, PROBE),
+    "vit-ti": Case("vit-ti", "vit_tiny_patch16_224", 32, [2, 4, 8], 32, 8, [0, 1], 4096, PROBE),
+}
+SMOKE = Case(
+    "smoke", "vit_micro_patch4_32", 32, [2], 16, 16, [0], 256, ProbePlan(max_bytes=1 << 20, repeats=2, warmup=1)
+)
+STEPS_PER_EPOCH = 12  # 2 warm-up steps, the timed ones, then the profiled window that records comm_kernel_ms
+
+
+def common(case: Case) -> dict:
     return {
-        "model": "vit_tiny_patch16_224",
-        "image_size": 32,
+        "model": case.model,
+        "image_size": case.image_size,
         "dataset": "synthetic",
         "device": "cpu",
-        "cpus_per_worker": scale.cpus_per_worker,
+        "cpus_per_worker": 1,
         "engine": "ddp",
         "precision": "fp32",
         "epochs": 1,
-        "train_samples": scale.train_samples,
-        "max_steps_per_epoch": scale.max_steps_per_epoch,
+        "train_samples": case.train_samples,
+        "max_steps_per_epoch": STEPS_PER_EPOCH,
         "warmup_steps": 2,
         "checkpoint_every": 0,
     }
 
 
-def sweeps(scale: Scale) -> dict[str, dict]:
+def sweeps(case: Case) -> dict[str, dict]:
+    """The three sweeps; weak scaling skips a count whose micro batch strong scaling already runs there (the same
+    per-rank step: the prediction's measurement is found by configuration, count and micro batch, not by sweep)."""
+    weak_ranks = [n for n in case.ranks if case.strong_global_batch // n != case.weak_micro_batch]
     return {
-        "one-rank": {"num_workers": 1, "micro_batch_per_worker": scale.one_rank_micro_batches, "data_scaling": "fixed"},
-        "strong": {"num_workers": scale.ranks, "global_batch": scale.strong_global_batch, "data_scaling": "fixed"},
+        "one-rank": {"num_workers": 1, "micro_batch_per_worker": case.one_rank_micro_batches, "data_scaling": "fixed"},
+        "strong": {"num_workers": case.ranks, "global_batch": case.strong_global_batch, "data_scaling": "fixed"},
         "weak": {
-            "num_workers": scale.ranks,
-            "micro_batch_per_worker": scale.weak_micro_batch,
+            "num_workers": weak_ranks,
+            "micro_batch_per_worker": case.weak_micro_batch,
             "data_scaling": "per_worker",
         },
     }
 
 
-def run(out: Path, scale: Scale) -> pd.DataFrame:
+def run(out: Path, case: Case, cpus: int) -> pd.DataFrame:
+    """The case's probe and sweeps under ``out/<case>``; its summary rows (``COLUMNS``)."""
+    root = out / case.name
     links = probe(
         ProbeOptions(
-            results_dir=str(out),
-            name="links",
-            num_cpus=scale.cpus,
-            device="cpu",
-            cpus_per_worker=scale.cpus_per_worker,
-            max_ranks=max(scale.ranks),
-            plan=scale.probe,
+            results_dir=str(root), name="links", num_cpus=cpus, device="cpu", max_ranks=max(case.ranks), plan=case.probe
         )
     )
     print(fit_lines(links), flush=True)
     trials = []
-    for name, axes in sweeps(scale).items():
+    for name, axes in sweeps(case).items():
+        if not axes["num_workers"]:
+            continue
         result = raysweep.run_sweep(
-            {"description": f"cpu16 prediction check: {name}", "fixed": common(scale), "axes": {"seed": scale.seeds}},
+            {"description": f"cpu16 prediction check: {case.name} {name}", "fixed": common(case)}
+            | {"axes": {"seed": case.seeds}},
             overrides=axes,
-            results_dir=out,
+            results_dir=root,
             name=name,
             max_concurrent_trials=1,  # one trial at a time: a trial's ranks have the host to themselves
             dashboard=False,
@@ -110,45 +161,65 @@ def run(out: Path, scale: Scale) -> pd.DataFrame:
         )
         trials.append(result.trials.to_pandas())
     measured = pd.concat(trials, ignore_index=True)
-    link_table = links_from_table(pq.read_table(links_path(ResultStore(out, "links"))), "probe")
-    frame = predict_from_trials(measured, link_table, nodes=1, gpus_per_node=max(scale.ranks), overlap=0.0)
+    link_table = links_from_table(pq.read_table(links_path(ResultStore(root, "links"))), "probe")
+    frame = predict_from_trials(
+        measured, link_table, nodes=1, gpus_per_node=max(case.ranks), overlap=0.0, calibrate_on=case.calibrate_on
+    )
     kept = frame[frame["measured"] & (frame["num_workers"] >= 2)]
     kept = kept[
-        ((kept["scaling"] == "strong") & (kept["global_batch"] == scale.strong_global_batch))
-        | ((kept["scaling"] == "weak") & (kept["micro_batch"] == scale.weak_micro_batch))
+        ((kept["scaling"] == "strong") & (kept["global_batch"] == case.strong_global_batch))
+        | ((kept["scaling"] == "weak") & (kept["micro_batch"] == case.weak_micro_batch))
     ]
-    columns = [
-        "scaling",
-        "num_workers",
-        "micro_batch",
-        "compute_ms",
-        "comm_ms",
-        "step_time_ms",
-        "step_time_full_overlap_ms",
-        "measured_step_time_ms",
-        "measured_min_ms",
-        "measured_max_ms",
-        "measured_comm_ms",
-        "error",
-        "missed_term",
-    ]
-    return kept[columns].sort_values(["scaling", "num_workers"]).reset_index(drop=True)
+    kept = kept.assign(
+        run=case.name,
+        host=f"{os.cpu_count()} CPU cores, gloo",
+        model=case.model,
+        held_out=~kept["num_workers"].isin(case.calibrate_on),
+    )
+    return kept[COLUMNS].sort_values(["scaling", "num_workers"]).reset_index(drop=True)
+
+
+def merged(path: Path, rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` in place of the same runs' rows of the summary at ``path`` (where there is one)."""
+    if not path.is_file():
+        return rows
+    earlier = pd.read_csv(path)
+    return pd.concat([earlier[~earlier["run"].isin(rows["run"])], rows], ignore_index=True)
+
+
+def worst_line(summary: pd.DataFrame) -> str:
+    held = summary[summary["held_out"].eq(True)].dropna(subset=["error"])
+    if held.empty:
+        return "no held-out prediction"
+    worst = held.loc[held["error"].abs().idxmax()]
+    return (
+        f"worst held-out error {worst['error']:+.1%} ({worst['run']}, {worst['scaling']}, "
+        f"{worst['num_workers']} ranks from {worst['calibrated_on']}; term further off: {worst['missed_term'] or '-'})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    scale = TINY if "--tiny" in argv else FULL
-    if "--two-seeds" in argv:  # a shorter run (20 trials, not 30) where the host's time is short
-        scale = replace(scale, seeds=scale.seeds[:2])
-    argv = [a for a in argv if a not in ("--tiny", "--two-seeds")]
+    argv = sys.argv[1:] if argv is None else list(argv)
+    smoke = "--smoke" in argv
+    argv = [a for a in argv if a != "--smoke"]
+    chosen = list(CASES)
+    if "--case" in argv:
+        at = argv.index("--case")
+        name = argv[at + 1] if at + 1 < len(argv) else ""
+        if name not in CASES:
+            print(f"validate: --case must be one of {', '.join(CASES)}, not {name!r}", file=sys.stderr)
+            return 2
+        chosen, argv = [name], argv[:at] + argv[at + 2 :]
+    cases = [SMOKE] if smoke else [CASES[name] for name in chosen]
     out = Path(argv[0] if argv else os.environ.get("OUT", "/tmp/cpu16-prediction"))
     started = time.monotonic()
-    summary = run(out, scale)
+    cpus = 2 if smoke else 16
+    rows = pd.concat([run(out, case, cpus) for case in cases], ignore_index=True)
+    summary = merged(out / "summary.csv", rows)
     summary.to_csv(out / "summary.csv", index=False, float_format="%.4g")
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(summary.round(3).to_string(index=False))
-    within = (summary["error"].abs() <= 0.15).all()
-    print(f"summary: {out / 'summary.csv'}; every N >= 2 within 15%: {within}; {time.monotonic() - started:.0f} s")
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(summary.drop(columns=["host", "model"]).round(3).to_string(index=False))
+    print(f"summary: {out / 'summary.csv'}; {worst_line(summary)}; {time.monotonic() - started:.0f} s")
     return 0
 
 

@@ -1,0 +1,35 @@
+"""The 16-core validation script (docs/results/cpu16-prediction/validate.py) in its smoke form, on a real local Ray
+(gloo ranks, fp32 DDP trials): it probes, runs 1- and 2-rank trials, predicts 2 ranks held out from
+1 and writes the summary the docs render and ``python -m analysis.predict`` reads."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+
+from analysis.predict import validation_line
+from tests.integration.conftest import REPO, explain
+
+SCRIPT = "docs/results/cpu16-prediction/validate.py"
+ENV = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a Ray of its own, as a user's first run
+
+
+def test_the_validation_script_runs_small_and_writes_its_summary(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(REPO / SCRIPT), "--smoke", "out"],
+        cwd=tmp_path,
+        env=ENV | {"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, explain(proc)
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert set(summary["scaling"]) == {"strong", "weak"} and set(summary["num_workers"]) == {2}
+    assert summary["held_out"].all() and (summary["calibrated_on"].astype(str) == "1").all()
+    assert summary["measured_step_time_ms"].gt(0).all() and summary["error"].notna().all()
+    assert "worst held-out error" in proc.stdout.splitlines()[-1]
+    assert validation_line(tmp_path / "out" / "summary.csv").startswith("validated against measurement: out (2 held")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis.budget import Budget, budget_of
 from analysis.errors import AnalysisError
 from analysis.evidence import Verdict, compare
 from analysis.groups import NOT_A_DIFFERENCE, configuration_key, trial_labels
@@ -46,6 +47,7 @@ class AccuracyPoint:
     label: str
     times_s: tuple[float, ...]
     repeats: int  # every repeat of the point, reached or not
+    budget: Budget | None = None  # what its trials trained on in all (epochs, optimizer steps, samples)
 
     @property
     def median_s(self) -> float:
@@ -64,7 +66,8 @@ def accuracy_points(per_trial: pd.DataFrame, trials: pd.DataFrame) -> list[Accur
         ids = [t for t, k in keys.items() if k == key]
         reached = tuple(float(times[t]) for t in ids if pd.notna(times[t]))
         if reached:
-            points.append(AccuracyPoint(labels[ids[0]], reached, len(ids)))
+            budget = budget_of(completed[completed["trial_id"].isin(ids)])
+            points.append(AccuracyPoint(labels[ids[0]], reached, len(ids), budget))
     return sorted(points, key=lambda p: p.median_s)
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis.budget import Budget, budget_of
 from analysis.evidence import Verdict, compare, differ
 from analysis.groups import Group
 
@@ -58,6 +59,15 @@ class BatchResult:
             return None
         return differ(a, b)
 
+    def budget(self, micro_batch: float) -> Budget | None:
+        """What the trials at ``micro_batch`` trained on: epochs, optimizer steps, samples."""
+        return budget_of(self.rows[self.rows["micro_batch_per_worker"] == micro_batch])
+
+    def budgets(self, *micro_batches: float) -> str:
+        """``micro batch A: E epochs, S optimizer steps, N samples; B: ...`` (empty where steps are not recorded)."""
+        found = [(b, self.budget(b)) for b in micro_batches]
+        return "; ".join(f"micro batch {b:g}: {budget.text()}" for b, budget in found if budget is not None)
+
     @property
     def memory(self) -> str:
         """What ``peak_mem_gib`` measured: a GPU rank's device memory, a CPU rank's process (resident) memory."""
@@ -102,9 +112,10 @@ class BatchResult:
             mine, theirs = self.at(knee, metric), self.at(best.micro_batch_per_worker, metric)
             verdict = compare(theirs, mine) if mode == "max" else compare(mine, theirs)
             side, word = ("below", "lower") if mode == "max" else ("above", "higher")
+            trained = self.budgets(knee, best.micro_batch_per_worker) if metric == "val_accuracy" else ""
             out.append(
                 f"its {what} {self.knee[metric]:{form}}{unit} is {side} {best[metric]:{form}}{unit} at micro batch "
-                f"{best.micro_batch_per_worker:g} ({word}: {verdict.sentence()})"
+                f"{best.micro_batch_per_worker:g} ({word}: {verdict.sentence()}{'; ' + trained if trained else ''})"
             )
         return out
 

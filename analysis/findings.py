@@ -188,6 +188,11 @@ def straggler_finding(analysis: SweepAnalysis) -> str | None:
     return f"Stragglers: {what}; slower than the others: {worst.verdict.sentence(analysis.family)}{wait}."
 
 
+def trained(point) -> str:
+    """``; trained N epochs, ...``: the budget an accuracy point's trials had in all (empty where not recorded)."""
+    return f"; trained {point.budget.text()}" if point.budget is not None else ""
+
+
 def accuracy_finding(analysis: SweepAnalysis) -> str | None:
     if analysis.target is None:
         return None
@@ -200,14 +205,15 @@ def accuracy_finding(analysis: SweepAnalysis) -> str | None:
     fastest = points[0]
     text = (
         f"Time to {analysis.target:.3f} validation accuracy: fastest point {fastest.label}, median "
-        f"{fastest.median_s:.3g} s ({len(fastest.times_s)} of {fastest.repeats} repeat(s) reached it)"
+        f"{fastest.median_s:.3g} s ({len(fastest.times_s)} of {fastest.repeats} repeat(s) reached it"
+        f"{trained(fastest)})"
     )
     verdict = fastest_verdict(points)
     if verdict is None:
         text += ", the only point that reached it"
     else:
         text += (
-            f"; before the next, {points[1].label} (median {points[1].median_s:.3g} s): "
+            f"; before the next, {points[1].label} (median {points[1].median_s:.3g} s{trained(points[1])}): "
             f"{verdict.sentence(analysis.family)}"
         )
     return text + f"; {missed} of {len(trials)} trial(s) never reached it."

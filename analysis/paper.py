@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analysis.budget import fall_cause
 from analysis.compute import SweepAnalysis
 from analysis.setup import Setup
 from analysis.stragglers import stragglers_by_configuration
@@ -100,11 +101,12 @@ def batch_line(analysis: SweepAnalysis) -> str | None:
     accuracy = points.dropna(subset=["val_accuracy"])
     change = result.accuracy_change()
     if len(accuracy) >= 2 and change is not None:
+        small, large = accuracy.iloc[0].micro_batch_per_worker, accuracy.iloc[-1].micro_batch_per_worker
         line += (
-            f"; validation accuracy {accuracy.iloc[0].val_accuracy:.3f} at micro batch "
-            f"{accuracy.iloc[0].micro_batch_per_worker:g} vs {accuracy.iloc[-1].val_accuracy:.3f} at "
-            f"{accuracy.iloc[-1].micro_batch_per_worker:g}, a difference {change.sentence(analysis.family)} "
-            "(the paper reports accuracy falling at large batch)"
+            f"; validation accuracy {accuracy.iloc[0].val_accuracy:.3f} at micro batch {small:g} vs "
+            f"{accuracy.iloc[-1].val_accuracy:.3f} at {large:g}, a difference {change.sentence(analysis.family)} "
+            f"({result.budgets(small, large)}); "
+            + fall_cause(result.budget(small), result.budget(large), f"micro batch {large:g}")
         )
     return line + "."
 

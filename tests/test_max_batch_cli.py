@@ -38,8 +38,12 @@ def test_dry_run_says_what_would_be_probed_and_starts_nothing(capsys, results):
     assert (
         "find-max-batch: 2 configurations would be probed" in out
     )  # the repeats of a configuration probe once and "at most 5 probe trials" in out
-    assert "configuration 0 engine=ddp: first probe at micro batch 16, grid [16, 32, 64, 128, 256]" in out
-    assert "configuration 1 engine=deepspeed: first probe at micro batch 16" in out
+    # one line per configuration, numbered in the order the (randomly ordered) first round meets them
+    probes = sorted(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("  configuration "))
+    assert probes == ["first probe at micro batch 16, grid [16, 32, 64, 128, 256]"] * 2
+    assert {"engine=ddp", "engine=deepspeed"} == {
+        line.split()[2].rstrip(":") for line in out.splitlines() if line.startswith("  configuration ")
+    }
     assert "at most 30 trials after the search; dry run: nothing started." in out
 
 

@@ -12,6 +12,7 @@ from analysis.compute import MIN_TIMED_STEPS, SweepAnalysis
 from analysis.evidence import Family
 from analysis.scaling import MIN_FIT_WORKER_COUNTS, ScalingResult
 from analysis.stragglers import stragglers_by_configuration
+from analysis.tuned import explanation
 
 
 def left_out_sentence(analysis: SweepAnalysis) -> str:
@@ -225,6 +226,7 @@ def headlines(analysis: SweepAnalysis) -> list[str]:
         scaling_finding(analysis.best_weak(), analysis.family),
         *(f(analysis) for f in (batch_finding, comm_finding, straggler_finding, accuracy_finding)),
         *(result.finding(analysis.family) for result in analysis.tuned),
+        explanation(analysis.tuned, analysis.family),
     ]
     return [text for text in texts if text] + caveats(analysis)
 

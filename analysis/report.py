@@ -19,6 +19,7 @@ from analysis.render import Block, Bullets, Heading, Image, Paragraph, Table
 from analysis.scaling import MIN_FIT_WORKER_COUNTS, ScalingResult
 from analysis.sequence import resolution_section
 from analysis.setup import measured_setup
+from analysis.tuned import explanation
 
 TOP_ROWS = 15  # longer per-trial tables are cut here; scaling.parquet has every row
 
@@ -272,7 +273,8 @@ def tuned_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
             rounded(result.best, ("val_accuracy",)),
             Paragraph(result.finding(analysis.family)),
         ]
-    return blocks + detail_images(plots, "tuned_accuracy")
+    both = explanation(analysis.tuned, analysis.family)
+    return blocks + ([Paragraph(both)] if both else []) + detail_images(plots, "tuned_accuracy")
 
 
 # What names a configuration when only one was searched (with several, the parameters that differ).

@@ -14,10 +14,11 @@ tuned, under the report's rule (``analysis.evidence``): the best batch size's re
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
+from analysis.budget import Budget, budget_of, step_matched
 from analysis.evidence import Family, Verdict, compare
 from analysis.groups import BATCH, Comparison, Group, find_groups
 from raysweep.core.params import LR_RULES, TrialParams, rule_learning_rate
@@ -100,6 +101,21 @@ class TunedResult:
     tuned: AccuracyCurve
     rule: AccuracyCurve
     best: pd.DataFrame  # the best completed trial per batch size and repeat: trial_id, lr, lr_warmup, accuracy
+    budgets: dict[float, Budget] = field(default_factory=dict)  # per micro batch: what its trials trained on
+
+    @property
+    def step_matched(self) -> bool:
+        """Every batch size trained within ``STEP_FACTOR`` of the same optimizer steps (the step-matched arm)."""
+        budgets = list(self.budgets.values())
+        return len(budgets) >= 2 and all(step_matched(budgets[0], b) for b in budgets[1:])
+
+    def arm(self) -> str:
+        """``fixed epochs`` or ``step-matched``, with what the batch sizes trained."""
+        if not self.budgets:
+            return "optimizer steps not recorded"
+        steps = sorted(b.optimizer_steps for b in self.budgets.values())
+        kind = "step-matched" if self.step_matched else "fixed epochs"
+        return f"{kind}: {steps[0]:g} to {steps[-1]:g} optimizer steps across the batch sizes"
 
     def shortfalls(self) -> dict[float, float]:
         """Batch sizes where the tuned median is below the rule's: by how much."""
@@ -136,7 +152,7 @@ class TunedResult:
         """Whether the decline at large batch survives tuning, with the scaling rule's beside it; ``family`` as in
         ``answer``."""
         tuned, rule = decline(self.tuned), decline(self.rule)
-        text = f"Accuracy vs batch size, tuned learning rate ({self.group.id}): "
+        text = f"Accuracy vs batch size, tuned learning rate ({self.group.id}; {self.arm()}): "
         if tuned is None:
             text += "fewer than two batch sizes have a completed trial"
         elif tuned.verdict is None:
@@ -190,6 +206,7 @@ def tuned_analysis(trials: pd.DataFrame) -> list[TunedResult]:
         done = rows[rows["val_accuracy"].notna()]
         best = done.loc[done.groupby(["micro_batch_per_worker", "repeat"])["val_accuracy"].idxmax()]
         rule_rows = done[done.apply(is_rule_lr, axis=1)] if len(done) else done
+        budgets = {float(b): budget_of(r) for b, r in done.groupby("micro_batch_per_worker")}
         results.append(
             TunedResult(
                 group,
@@ -198,6 +215,7 @@ def tuned_analysis(trials: pd.DataFrame) -> list[TunedResult]:
                 best[["micro_batch_per_worker", "repeat", "trial_id", "lr", "lr_warmup", "val_accuracy"]]
                 .sort_values(["micro_batch_per_worker", "repeat"])
                 .reset_index(drop=True),
+                {b: v for b, v in budgets.items() if v is not None},
             )
         )
     return results
@@ -206,3 +224,32 @@ def tuned_analysis(trials: pd.DataFrame) -> list[TunedResult]:
 def curve(label: str, rows: pd.DataFrame) -> AccuracyCurve:
     by_batch = rows.groupby("micro_batch_per_worker")["val_accuracy"]
     return AccuracyCurve(label, {float(b): tuple(float(v) for v in values) for b, values in by_batch})
+
+
+def explanation(results: list[TunedResult], family: Family | None = None) -> str | None:
+    """Which explanation of a fall at large batch the data support, from a fixed-epochs arm beside a step-matched
+    one (``tuned_batch``'s two): a fall at both is the batch size's; a fall at fixed epochs alone is too few
+    optimizer steps. None without one arm of each."""
+    fixed = next((r for r in results if r.budgets and not r.step_matched), None)
+    matched = next((r for r in results if r.step_matched), None)
+    if fixed is None or matched is None:
+        return None
+    falls = [decline(r.tuned) for r in (fixed, matched)]
+    held = [f is not None and f.verdict is not None and f.verdict.established for f in falls]
+    # per comparison: each arm's sentence carries Holm's mark where the family does not hold it
+    said = "; ".join(
+        f"{name} ({r.arm()}): {f.sentence(r.tuned, family) if f is not None else 'fewer than two batch sizes'}"
+        for name, r, f in (("fixed epochs", fixed, falls[0]), ("step-matched", matched, falls[1]))
+    )
+    if held == [True, True]:
+        verdict = "the fall holds at equal optimizer steps: the data support a large-batch effect"
+    elif held == [True, False]:
+        verdict = (
+            "the fall at fixed epochs is not established at equal optimizer steps: the data support too few steps at "
+            "large batch, not the batch size itself"
+        )
+    elif held == [False, True]:
+        verdict = "the fall is established at equal optimizer steps only: the data support a large-batch effect"
+    else:
+        verdict = "no fall is established in either arm: the data support neither explanation"
+    return f"Fixed epochs beside step-matched, tuned learning rate: {said}. So {verdict}."

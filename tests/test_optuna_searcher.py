@@ -28,7 +28,8 @@ def test_the_baseline_is_the_rule_and_the_defaults_where_the_ranges_hold_them():
 
 def test_each_batch_sizes_study_starts_at_its_rule_then_searches_its_own_range():
     space = load_space("tuned_batch")
-    first_round = sorted((t for t in space.expand() if t.repeat == 0), key=lambda t: t.micro_batch_per_worker)
+    fixed_epochs = (t for t in space.expand() if t.repeat == 0 and t.max_steps_per_epoch == 0)
+    first_round = sorted(fixed_epochs, key=lambda t: t.micro_batch_per_worker)
     templates = first_round[:2]  # micro batch 16 and 32
     axes = [space.distributions_of(t) for t in templates]
     searcher = OptunaFitSearcher(
@@ -49,7 +50,8 @@ def test_the_studies_live_in_the_sweeps_storage_and_a_restored_searcher_keeps_th
     import optuna
 
     space = load_space("tuned_batch")
-    first_round = sorted((t for t in space.expand() if t.repeat == 0), key=lambda t: t.micro_batch_per_worker)
+    fixed_epochs = (t for t in space.expand() if t.repeat == 0 and t.max_steps_per_epoch == 0)
+    first_round = sorted(fixed_epochs, key=lambda t: t.micro_batch_per_worker)
     templates = first_round[:2]
     axes = [space.distributions_of(t) for t in templates]
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"

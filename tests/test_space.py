@@ -56,12 +56,17 @@ def test_batch_grid_is_five_micro_batches_on_one_worker_three_times():
 
 def test_tuned_batch_searches_two_decades_around_the_scaling_rule_at_each_of_batch_grids_batches():
     tuned, grid = load_space("tuned_batch"), load_space("batch_grid")
-    templates = tuned.expand()
-    first_round = [t for t in templates if t.repeat == 0]
-    assert [t.micro_batch_per_worker for t in first_round] == [t.micro_batch_per_worker for t in grid.expand()][:5]
+    first_round = [t for t in tuned.expand() if t.repeat == 0]
+    rule_trials = {t.micro_batch_per_worker: t for t in grid.expand() if t.repeat == 0}
+    # two arms of batch_grid's batches: fixed epochs, and every epoch capped so each batch trains 25 steps
+    arms = {
+        cap: sorted(t.micro_batch_per_worker for t in first_round if t.max_steps_per_epoch == cap) for cap in (0, 5)
+    }
+    assert arms == {0: sorted(rule_trials), 5: sorted(rule_trials)}
     assert (tuned.search.search, tuned.search.metric, tuned.search.scheduler.kind) == ("optuna", "val_accuracy", "asha")
-    for template, rule_trial in zip(first_round, grid.expand()):
-        rule = rule_trial.learning_rate  # batch_grid's lr: the optimizer's scaling rule at this global batch
+    assert tuned.num_samples >= 8 and tuned.search.scheduler.grace_period >= 2
+    for template in first_round:
+        rule = rule_trials[template.micro_batch_per_worker].learning_rate  # the optimizer's scaling rule
         axes = tuned.distributions_of(template)
         low, high = axes["lr"]["loguniform"]
         assert low == pytest.approx(rule / 10, rel=1e-6) and high == pytest.approx(rule * 10, rel=1e-6)
@@ -258,7 +263,7 @@ def test_a_list_override_of_points_the_grids_hold_selects_those_grids_with_their
     assert [(g["micro_batch_per_worker"], g["lr"]["loguniform"]) for g in s.grids] == [
         ([16], [2.5e-05, 2.5e-03]),
         ([256], [1.0e-04, 1.0e-02]),
-    ]
+    ] * 2  # in each of its two arms (fixed epochs, step-matched)
     # a value no grid holds: the list replaces the axis in every grid, as for a single grid
     s = space("axes:\n  - {num_workers: [1], epochs: [1]}\n  - {num_workers: [2], epochs: [2]}")
     assert s.with_overrides({"num_workers": [1, 4]}).grids == [

@@ -33,7 +33,7 @@ PLANNED_ON_8_GPUS = {
     "scientific": 24,  # 3 resolutions x SP 1, 2, 4, 8 (one group each) x checkpointing off and on
     "seq_parallel": 15,  # 3 resolutions x (SP 1, 2, 4 on as many ranks, and SP 1 on 2 and 4 ranks)
     "strong_scaling": 4 * 3,
-    "tuned_batch": 5 * 3 * 4,  # adaptive: 5 batch sizes x 3 repeats, each an Optuna study of 4 trials
+    "tuned_batch": 2 * 5 * 3 * 8,  # adaptive: 2 arms x 5 batch sizes x 3 repeats, each an Optuna study of 8 trials
     "weak_scaling": 4 * 3,
     "zero_stages": 4,
 }

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis.evidence import Family
-from analysis.tuned import decline, tuned_analysis
+from analysis.tuned import decline, explanation, tuned_analysis
 from raysweep.core.params import rule_learning_rate
 
 RULE_16, RULE_256 = rule_learning_rate("adamw", 16), rule_learning_rate("adamw", 256)
@@ -173,3 +173,36 @@ def test_the_report_has_the_tuned_section_only_where_the_sweep_searched_the_lear
     rule_only = tuned[(tuned["lr_warmup"] == 0.05)].assign(lr_param=0.0)  # batch_grid: the rule at every batch
     text = analyze(write_sweep(tmp_path / "b", rule_only)).read_text(encoding="utf-8")
     assert heading not in text and "Batch size" in text
+
+
+def arm(frame: pd.DataFrame, epochs: int, steps_per_epoch: dict[int, int], cap: int) -> pd.DataFrame:
+    """``frame``'s trials as one arm of tuned_batch: ``epochs`` of at most ``cap`` steps (0: no cap)."""
+    steps = frame["micro_batch_per_worker"].map(lambda b: epochs * (min(steps_per_epoch[b], cap) or steps_per_epoch[b]))
+    return frame.assign(epochs=epochs, optimizer_steps=steps, max_steps_per_epoch=cap)
+
+
+SPE = {16: 89, 64: 22, 256: 5}  # optimizer steps an epoch of the digits' 1424 training samples takes
+FALLING = {16: [0.96, 0.97, 0.98], 64: [0.95, 0.96, 0.96], 256: [0.85, 0.86, 0.88]}
+LEVEL = {16: [0.60, 0.62, 0.64], 64: [0.61, 0.63, 0.66], 256: [0.62, 0.65, 0.63]}
+LEVEL_RULE = {b: [v - 0.05 for v in values] for b, values in LEVEL.items()}
+
+
+def test_a_fall_at_fixed_epochs_that_vanishes_at_equal_steps_is_put_down_to_too_few_steps():
+    fixed = arm(sweep(FALLING, RULE), 5, SPE, 0)
+    matched = arm(sweep(LEVEL, LEVEL_RULE), 5, SPE, 5)
+    results = tuned_analysis(pd.concat([fixed, matched.assign(trial_id="m-" + matched["trial_id"])], ignore_index=True))
+    assert sorted(r.step_matched for r in results) == [False, True]
+    said = explanation(results)
+    assert "fixed epochs (fixed epochs: 25 to 445 optimizer steps across the batch sizes)" in said
+    assert "step-matched (step-matched: 25 to 25 optimizer steps across the batch sizes)" in said
+    assert said.endswith("the data support too few steps at large batch, not the batch size itself.")
+
+
+def test_a_fall_at_both_arms_is_put_down_to_the_batch_size_and_one_arm_alone_explains_nothing():
+    fixed = arm(sweep(FALLING, RULE), 5, SPE, 0)
+    matched = arm(sweep(FALLING, RULE), 5, SPE, 5)
+    results = tuned_analysis(pd.concat([fixed, matched.assign(trial_id="m-" + matched["trial_id"])], ignore_index=True))
+    assert explanation(results).endswith(
+        "So the fall holds at equal optimizer steps: the data support a large-batch effect."
+    )
+    assert explanation(tuned_analysis(fixed)) is None

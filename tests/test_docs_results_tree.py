@@ -33,7 +33,7 @@ READ = {
     # inputs, not outputs
     "h200-engine-1gpu/space.yaml": "the sweep's command (its README)",
     "h100-engines-1gpu/space.yaml": "the sweep's command (its README)",
-    "study-prediction/inputs.json": "docs/results/study-prediction/predict_study.py",
+    "study-prediction/inputs.json": "docs/figures/study_prediction.py",
 }
 # never kept, whatever reads it: a sweep's per-trial tables (every Parquet file), logs, TensorBoard event files
 RAW = re.compile(r"\.parquet$|\.log$|\.jsonl$|events\.out\.tfevents")

@@ -2,7 +2,48 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from . import figure, span, summary, table
+
+EXPERIMENT = "cpu16-prediction"
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The rows a claim of the predictor's accuracy may rest on, and the worst of them."""
+
+    rows: list[dict]  # the held-out rows where the summary marks them, else every row with an error
+    held_out: bool
+    worst: dict  # the row of the largest absolute error, misses included
+
+    @property
+    def error(self) -> float:
+        return abs(self.worst["error"])
+
+
+def validation() -> Validation:
+    rows = [r for r in summary(EXPERIMENT) if r["error"] is not None]
+    held = [r for r in rows if r.get("held_out") is True]
+    used = held or rows
+    return Validation(used, bool(held), max(used, key=lambda r: abs(r["error"])))
+
+
+@figure("prediction-validation")
+def prediction_validation() -> str:
+    v = validation()
+    which = "held-out " if v.held_out else ""
+    ranks = [r["num_workers"] for r in v.rows]
+    runs = list(dict.fromkeys(r["run"] for r in v.rows))
+    terms = [r["missed_term"].split(" ")[0] for r in v.rows if r["missed_term"]]
+    named = ", ".join(f"{term}: {terms.count(term)}" for term in sorted(set(terms)))
+    w = v.worst
+    return (
+        f"{len(v.rows)} {which}predictions at {min(ranks)}-{max(ranks)} ranks in {len(runs)} runs "
+        f"({', '.join(f'`{r}`' for r in runs)}), worst {which}error **{w['error']:+.1%}** ({w['run']}, "
+        f"{w['scaling']}, {w['num_workers']} ranks); {len(terms)} of the {len(v.rows)} name a term further off"
+        + (f" ({named})" if terms else "")
+    )
 
 
 @figure("cpu16-prediction")
@@ -23,7 +64,7 @@ def cpu16_prediction() -> str:
             f"{r['error']:+.1%}",
             r["missed_term"] or "",
         ]
-        for r in summary("cpu16-prediction")
+        for r in summary(EXPERIMENT)
     ]
     header = ["run", "scaling", "ranks", "micro batch", "compute (ms)", "comm (ms)", "contention (ms)"]
     header += ["calibrated on (ranks)", "predicted step (ms)", "measured step, median (range)", "profiled comm (ms)"]
@@ -32,7 +73,7 @@ def cpu16_prediction() -> str:
 
 @figure("cpu16-prediction-latest")
 def cpu16_prediction_latest() -> str:
-    rows = summary("cpu16-prediction")
+    rows = summary(EXPERIMENT)
     latest = [r for r in rows if r["run"] == rows[-1]["run"]]
     if latest[0].get("held_out") is not None:
         return held_out_sentence([r for r in rows if r.get("held_out") is not None])

@@ -3,8 +3,34 @@
 
 from __future__ import annotations
 
-from . import figure, listed, records, span, summary, table
+from . import count, figure, listed, records, span, summary, table
 from .common import breakdown, over_synthetic, short_wait, wait
+
+# section 4's targets (issue 14): the full stack at least this share of synthetic, with at most this data wait
+RATIO_TARGET = 0.95
+DATA_WAIT_TARGET = 0.03
+
+
+def meeting(ratios: list[float]) -> str:
+    """How many of ``ratios`` meet ``RATIO_TARGET``, in words."""
+    met, n = sum(r >= RATIO_TARGET for r in ratios), len(ratios)
+    if met == n:
+        return "both meet it" if n == 2 else "every one meets it"
+    if met == 0:
+        return "neither meets it" if n == 2 else "none meets it"
+    return "one meets it, the other falls short" if n == 2 else f"{count(met)} of {count(n)} meet it"
+
+
+def cpu_decode_sweeps() -> list[dict]:
+    """The two sweeps of CPU decode from the JPEG folder: the shared-groups one, then the side-by-side one."""
+    shared_synthetic, shared_jpeg = prefetch_trials("h200_jpeg_shared")
+    trials = prefetch_trials()
+    (cpu,) = [r for r in trials if r["dataset"] == "imagefolder" and r["decode"] == "cpu"]
+    shared_ratio = shared_jpeg["throughput"] / shared_synthetic["throughput"]
+    return [
+        {"ratio": shared_ratio, "wait": shared_jpeg["data_wait_fraction"]},
+        {"ratio": over_synthetic(cpu, trials), "wait": cpu["data_wait_fraction"]},
+    ]
 
 
 def jpeg_folder_pipeline() -> dict[str, dict[str, float]]:
@@ -147,13 +173,15 @@ def h200_jpeg_prefetch_over_synthetic() -> str:
 @figure("h200-jpeg-decode-verdict")
 def h200_jpeg_decode_verdict() -> str:
     trials = prefetch_trials()
-    shared_synthetic, shared_jpeg = prefetch_trials("h200_jpeg_shared")
-    (cpu,) = [r for r in trials if r["dataset"] != "synthetic" and r["decode"] == "cpu"]
+    sweeps = cpu_decode_sweeps()
     (gpu,) = [r for r in trials if r["dataset"] != "synthetic" and r["decode"] == "gpu"]
+    ratios = [s["ratio"] for s in sweeps]
+    waits = "both meet" if all(s["wait"] <= DATA_WAIT_TARGET for s in sweeps) else "not both meet"
+    gpu_met = over_synthetic(gpu, trials) >= RATIO_TARGET or gpu["data_wait_fraction"] <= DATA_WAIT_TARGET
     return (
-        f"({shared_jpeg['throughput'] / shared_synthetic['throughput']:.3f}x and {over_synthetic(cpu, trials):.3f}x) "
-        f"and meet the data-wait target (0.03); with GPU decode neither is met ({over_synthetic(gpu, trials):.3f}x, "
-        f"{gpu['data_wait_fraction']:.3f})"
+        f"({listed(ratios, '.3f').replace(', ', 'x and ')}x): {meeting(ratios)}; {waits} the data-wait target "
+        f"({DATA_WAIT_TARGET}); with GPU decode {'not both are' if gpu_met else 'neither is'} met "
+        f"({over_synthetic(gpu, trials):.3f}x, {gpu['data_wait_fraction']:.3f})"
     )
 
 

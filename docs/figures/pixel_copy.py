@@ -7,8 +7,8 @@ import csv
 import statistics
 
 from . import RESULTS, figure, listed, measures, records, span, table
-from .common import over_synthetic, short_wait
-from .jpeg import prefetch_gpu_before, prefetch_trials
+from .common import short_wait
+from .jpeg import cpu_decode_sweeps, meeting, prefetch_gpu_before
 from .shared_workers import shared_modes
 
 
@@ -421,12 +421,10 @@ def data_pixel_copy_measured() -> str:
 @figure("h200-pixel-copy-met")
 def h200_pixel_copy_met() -> str:
     stack = records("h200-pixel-copy", "bench")["full stack"]
-    shared_synthetic, shared_jpeg = prefetch_trials("h200_jpeg_shared")
-    trials = prefetch_trials()
-    (cpu,) = [r for r in trials if r["dataset"] == "imagefolder" and r["decode"] == "cpu"]
+    ratios = [s["ratio"] for s in cpu_decode_sweeps()]
     return (
-        f"({stack['ratio']:.3f}x, {stack['data_wait_fraction']:.4f}), as with CPU decode before "
-        f"({shared_jpeg['throughput'] / shared_synthetic['throughput']:.3f}x and {over_synthetic(cpu, trials):.3f}x)"
+        f"({stack['ratio']:.3f}x, {stack['data_wait_fraction']:.4f}); of CPU decode's two sweeps before "
+        f"({listed(ratios, '.3f').replace(', ', 'x and ')}x) {meeting(ratios)}"
     )
 
 

@@ -12,7 +12,7 @@ from analysis.compute import MIN_TIMED_STEPS, SweepAnalysis
 from analysis.evidence import Family
 from analysis.scaling import MIN_FIT_WORKER_COUNTS, ScalingResult
 from analysis.stragglers import stragglers_by_configuration
-from analysis.tuned import explanation
+from analysis.tuned import explanation, supported
 
 
 def left_out_sentence(analysis: SweepAnalysis) -> str:
@@ -63,7 +63,8 @@ def answer(analysis: SweepAnalysis) -> str:
         )
     tuned = next((r.answer(analysis.family) for r in analysis.tuned if r.answer() is not None), None)
     if tuned is not None:
-        return tuned
+        both = supported(analysis.tuned, analysis.family)
+        return tuned if both is None else f"{tuned} {both}"
     trials = len(analysis.data.trials)
     best = best_finding(analysis.data)
     if best is not None:

@@ -227,8 +227,20 @@ def curve(label: str, rows: pd.DataFrame) -> AccuracyCurve:
 
 
 def explanation(results: list[TunedResult], family: Family | None = None) -> str | None:
-    """Which explanation of a fall at large batch the data support, from a fixed-epochs arm beside a step-matched
-    one (``tuned_batch``'s two): a fall at both is the batch size's; a fall at fixed epochs alone is too few
+    """Both arms' declines and ``supported``'s verdict; None without one arm of each."""
+    said = arms_said(results, family)
+    return None if said is None else f"Fixed epochs beside step-matched, tuned learning rate: {said[0]}. So {said[1]}."
+
+
+def supported(results: list[TunedResult], family: Family | None = None) -> str | None:
+    """Which explanation of a fall at large batch the data support (a sentence); None without one arm of each."""
+    said = arms_said(results, family)
+    return None if said is None else said[1][0].upper() + said[1][1:] + "."
+
+
+def arms_said(results: list[TunedResult], family: Family | None) -> tuple[str, str] | None:
+    """From a fixed-epochs arm beside a step-matched one (``tuned_batch``'s two): each arm's decline, and which
+    explanation the data support: a fall at both is the batch size's; a fall at fixed epochs alone is too few
     optimizer steps. None without one arm of each."""
     fixed = next((r for r in results if r.budgets and not r.step_matched), None)
     matched = next((r for r in results if r.step_matched), None)
@@ -252,4 +264,4 @@ def explanation(results: list[TunedResult], family: Family | None = None) -> str
         verdict = "the fall is established at equal optimizer steps only: the data support a large-batch effect"
     else:
         verdict = "no fall is established in either arm: the data support neither explanation"
-    return f"Fixed epochs beside step-matched, tuned learning rate: {said}. So {verdict}."
+    return said, verdict

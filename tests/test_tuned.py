@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis.evidence import Family
-from analysis.tuned import decline, explanation, tuned_analysis
+from analysis.tuned import decline, explanation, supported, tuned_analysis
 from raysweep.core.params import rule_learning_rate
 
 RULE_16, RULE_256 = rule_learning_rate("adamw", 16), rule_learning_rate("adamw", 256)
@@ -196,6 +196,7 @@ def test_a_fall_at_fixed_epochs_that_vanishes_at_equal_steps_is_put_down_to_too_
     assert "fixed epochs (fixed epochs: 25 to 445 optimizer steps across the batch sizes)" in said
     assert "step-matched (step-matched: 25 to 25 optimizer steps across the batch sizes)" in said
     assert said.endswith("the data support too few steps at large batch, not the batch size itself.")
+    assert supported(results).startswith("The fall at fixed epochs is not established at equal optimizer steps")
 
 
 def test_a_fall_at_both_arms_is_put_down_to_the_batch_size_and_one_arm_alone_explains_nothing():

@@ -19,8 +19,8 @@ from raysweep.core.params import TrialParams, choose
 
 def check_values(params: TrialParams) -> None:
     """The values and their combinations, and what the model's declared shape rules out (no torch, no timm)."""
-    from trainers.models import check_model_name, declared_patch_size
-    from trainers.sequence_parallel_check import check_sequence_parallel, declared_token_shape
+    from trainers.model.models import check_model_name, declared_patch_size
+    from trainers.model.sequence_parallel_check import check_sequence_parallel, declared_token_shape
 
     params.validate()
     patch = declared_patch_size(params.model)
@@ -42,9 +42,9 @@ def check_values(params: TrialParams) -> None:
 
 def check_trial(params: TrialParams, *, local_files: bool = True) -> None:
     """Validate the values, then that the dataset and model exist and (``local_files``) the data is in place."""
-    from trainers.datasets import DATASETS, check_data_dir
-    from trainers.models import check_model_name
-    from trainers.sequence_parallel_check import check_trial as check_sequence_parallel
+    from trainers.data.datasets import DATASETS, check_data_dir
+    from trainers.model.models import check_model_name
+    from trainers.model.sequence_parallel_check import check_trial as check_sequence_parallel
 
     choose("dataset", params.dataset, tuple(DATASETS))
     check_model_name(params.model)
@@ -66,7 +66,7 @@ def check_trial(params: TrialParams, *, local_files: bool = True) -> None:
 def check_files(trials: list[TrialParams]) -> list[str]:
     """Every image's header in each image folder the trials read (once a folder): the first unsound one raises its
     ``DataFileError``, unless its trials skip bad files; then the notes say how many they will skip."""
-    from trainers.imagefolder import unreadable_images
+    from trainers.data.imagefolder import unreadable_images
 
     folders = {(t.data_dir, t.skip_bad_files) for t in trials if t.dataset == "imagefolder" and t.data_dir}
     notes, faults_of = [], {}

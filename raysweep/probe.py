@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import ray
 
-from analysis.link_model import fit_rows
+from analysis.prediction.link_model import fit_rows
 from raysweep.core.command import ArgumentParser, byte_size, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.names import unknown_name

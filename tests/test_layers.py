@@ -147,8 +147,8 @@ def test_no_cycle_between_parts():
 
 def test_the_graph_reader_sees_function_local_imports(tmp_path):
     source = tmp_path / "probe.py"
-    source.write_text("def f():\n    from trainers.models import check_model_name\n")
-    assert "trainers.models" in imports_of(source)
+    source.write_text("def f():\n    from trainers.model.models import check_model_name\n")
+    assert "trainers.model.models" in imports_of(source)
 
 
 # Strings that equal a status but name something else: a fault kind, a gauge's flag.

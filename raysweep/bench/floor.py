@@ -62,7 +62,7 @@ def measure(model_name: str, batch: int) -> dict[str, float]:
     mark("process group")
     from raysweep.core.params import TrialParams
     from trainers.engines import build_engine
-    from trainers.models import create_model, native_image_size
+    from trainers.model.models import create_model, native_image_size
 
     params = TrialParams(model=model_name, dataset="synthetic", micro_batch_per_worker=batch).resolve(gpu)
     with torch.device(device):

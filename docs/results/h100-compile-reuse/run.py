@@ -89,7 +89,7 @@ def compile_three_models(tiny: bool) -> None:
     ``trial_server.start_clean`` does, the on-disk caches warm; without the reset, Dynamo's own cache warm)."""
     import torch
 
-    from trainers.models import create_model
+    from trainers.model.models import create_model
 
     os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
     os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")

@@ -145,7 +145,7 @@ def test_the_generator_cli_writes_the_folder(tmp_path, capsys):
 
 
 def test_the_planner_refuses_mismatched_channels_before_any_trial(tmp_path):
-    from raysweep.checks import check_trial
+    from raysweep.planning.checks import check_trial
 
     folder = make_array_folder(tmp_path)
     with pytest.raises(UsageError, match="in_chans=3 but the arrays .* hold 8 channels"):

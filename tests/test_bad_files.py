@@ -17,9 +17,9 @@ import pytest
 import torch
 from PIL import Image
 
-from raysweep.checks import check_files
 from raysweep.core.errors import DataFileError, UsageError
 from raysweep.core.params import TrialParams
+from raysweep.planning.checks import check_files
 from raysweep.runtime.retry import retried
 from tests.image_folders import make_image_folder
 from trainers.data import imagefolder

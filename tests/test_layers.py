@@ -152,7 +152,7 @@ def test_the_graph_reader_sees_function_local_imports(tmp_path):
 
 
 # Strings that equal a status but name something else: a fault kind, a gauge's flag.
-NOT_STATUSES = {("trainers/faults.py", "oom"), ("raysweep/sweep_metrics.py", "failed")}
+NOT_STATUSES = {("trainers/faults.py", "oom"), ("raysweep/watch/sweep_metrics.py", "failed")}
 
 
 def test_status_values_are_written_only_in_the_vocabulary():

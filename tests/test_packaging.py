@@ -1,5 +1,5 @@
 """What a wheel of raysweep carries: the bundled spaces as package data of ``search_spaces``, so an installed
-raysweep finds them from any directory (``raysweep.space.SPACES_DIR`` reads them with importlib.resources)."""
+raysweep finds them from any directory (``raysweep.planning.space.SPACES_DIR`` reads them with importlib.resources)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from raysweep.space import SPACES_DIR
+from raysweep.planning.space import SPACES_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -152,7 +152,7 @@ def epochs_reached(epochs: pd.DataFrame, trial_ids: set[str]) -> dict[int, int]:
 
 
 def read_max_batch(sweep_dir: Path) -> pd.DataFrame:
-    """The largest-fitting-batch search's table (raysweep.max_batch writes it), empty where there is none."""
+    """The largest-fitting-batch search's table (raysweep.planning.max_batch writes it), empty where there is none."""
     files = sorted((sweep_dir / "max_batch").glob("*.parquet"))
     if not files:
         return pd.DataFrame()

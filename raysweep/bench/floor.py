@@ -22,7 +22,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 from raysweep.core.command import ArgumentParser, run_command  # noqa: E402  (standard library only)
-from raysweep.runtime.bytecode_cache import bytecode_cache  # noqa: E402  (standard library only)
+from raysweep.runtime.caches.bytecode_cache import bytecode_cache  # noqa: E402  (standard library only)
 
 
 def measure(model_name: str, batch: int) -> dict[str, float]:

@@ -39,8 +39,8 @@ from raysweep.bench.floor import cold_floor
 from raysweep.core.command import ArgumentParser, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.names import unknown_name
-from raysweep.runtime.compile_cache import compile_cache_env
-from raysweep.text_table import format_table
+from raysweep.results.text_table import format_table
+from raysweep.runtime.caches.compile_cache import compile_cache_env
 from trainers.measure.timing import synchronize
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from raysweep.space import load_space
+from raysweep.planning.space import load_space
 from tests.image_folders import make_array_folder
 from tests.integration.conftest import explain, run_cli, table
 

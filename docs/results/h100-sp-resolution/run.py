@@ -4,7 +4,7 @@ image side that trains, with and without activation checkpointing, and throughpu
 
     . .whl/install.sh && python docs/results/h100-sp-resolution/run.py --out "$OUT"
 
-The side is searched as ``--find-max-batch`` searches the micro batch (``raysweep.max_batch.BatchSearch``:
+The side is searched as ``--find-max-batch`` searches the micro batch (``raysweep.planning.max_batch.BatchSearch``:
 doubling from 1024 px, then bisection to ``--resolution`` px), in patches per side.  Each probe builds the
 model at that side (``trainers.model.models.create_model``; ``trainers.model.activation_checkpointing`` for every
 block), and trains: bf16 autocast over fp32 weights with fused AdamW (the deepspeed engine's default
@@ -34,7 +34,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from raysweep.core.status import TrialStatus  # noqa: E402
-from raysweep.max_batch import BatchSearch, ProbeOutcome, SearchLimits  # noqa: E402
+from raysweep.planning.max_batch import BatchSearch, ProbeOutcome, SearchLimits  # noqa: E402
 from trainers.model.activation_checkpointing import apply_activation_checkpointing  # noqa: E402
 from trainers.model.models import create_model  # noqa: E402
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from raysweep.checks import check_files, check_trial
 from raysweep.core.compile_decision import CompileDecision, decide_compile, engine_refusal
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import params_row
+from raysweep.planning.checks import check_files, check_trial
+from raysweep.planning.space import SearchSpace
+from raysweep.results.text_table import format_table
 from raysweep.runtime.capacity import Capacity, Demand, check_local_fit, local_num_cpus
-from raysweep.space import SearchSpace
-from raysweep.text_table import format_table
 
 
 def plan_trials(

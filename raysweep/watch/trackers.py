@@ -1,6 +1,6 @@
 """``--log-to mlflow|wandb``: every trial a run in an experiment tracker, when its package is installed.
 
-MLflow: the sweep's own Tune callback (``raysweep.mlflow_logger``): a run for the sweep, the trials' runs nested
+MLflow: the sweep's own Tune callback (``raysweep.watch.mlflow_logger``): a run for the sweep, the trials' runs nested
 in it, the report attached at the end. W&B: Ray Tune's ``WandbLoggerCallback``.
 """
 
@@ -37,7 +37,7 @@ def tracker_callbacks(names: list[str], sweep: str, sweep_root: Path) -> list:
     callbacks = []
     for name in dict.fromkeys(names):  # --log-to mlflow --log-to mlflow logs once
         if name == "mlflow":
-            from raysweep.mlflow_logger import MLflowCallback, mlflow_uri
+            from raysweep.watch.mlflow_logger import MLflowCallback, mlflow_uri
 
             callbacks.append(MLflowCallback(mlflow_uri(sweep_root), sweep, sweep_root))
         elif name == "wandb":
@@ -54,7 +54,7 @@ def attach_report(callbacks: list, report: Path | None) -> None:
     The tables and the report are written already: a tracker that fails here is said in one line, not raised."""
     if report is None:
         return
-    from raysweep.mlflow_logger import MLflowCallback
+    from raysweep.watch.mlflow_logger import MLflowCallback
 
     for callback in callbacks:
         if isinstance(callback, MLflowCallback):

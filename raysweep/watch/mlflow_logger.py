@@ -26,7 +26,7 @@ from ray.tune.logger import LoggerCallback
 from raysweep.core.errors import UsageError
 from raysweep.core.schema import EPOCH_KEY
 from raysweep.core.spec import spec_of
-from raysweep.tensorboard_logger import epoch_figures, run_name, sweep_store, trial_figures, trial_parameters
+from raysweep.watch.tensorboard_logger import epoch_figures, run_name, sweep_store, trial_figures, trial_parameters
 
 MLFLOW_DB = "mlflow.db"
 MLFLOW_ARTIFACTS = "mlartifacts"

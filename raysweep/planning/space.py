@@ -13,7 +13,7 @@ A space file::
     requires: gpu                           # optional: skipped, with a message, without GPUs
     drop_unfit: true                        # optional: drop trials bigger than the cluster
     metric: val_accuracy                    # optional, with mode, scheduler and search:
-    mode: max                               #   how the sweep searches (raysweep.search_config)
+    mode: max                               #   how the sweep searches (raysweep.planning.search_config)
     scheduler: asha
     search: optuna
 
@@ -38,7 +38,7 @@ from raysweep.core.errors import UsageError
 from raysweep.core.names import did_you_mean, unknown_name
 from raysweep.core.params import PARAMETERS_LISTING, PATH_PARAMS, TrialParams
 from raysweep.core.paths import user_path
-from raysweep.search_config import SEARCH_KEYS, AxisKinds, SearchChoices, SearchConfig, search_config_from
+from raysweep.planning.search_config import SEARCH_KEYS, AxisKinds, SearchChoices, SearchConfig, search_config_from
 
 SPACES_DIR = Path(str(resources.files("search_spaces")))
 DISTRIBUTIONS = {"uniform": 2, "loguniform": 2, "randint": 2, "choice": 1}

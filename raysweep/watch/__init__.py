@@ -1,0 +1,1 @@
+"""Watching a sweep: the terminal's live view, the sweep's gauges, TensorBoard and experiment trackers."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from raysweep.core.errors import UsageError
 from raysweep.planning.max_batch import SearchLimits
-from raysweep.watch.progress import PROGRESS_STYLES
+from raysweep.progress import PROGRESS_STYLES
 from raysweep.watch.trackers import check_trackers
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -31,7 +31,7 @@ class SweepOptions:
     command: tuple[str, ...] = ()  # what started the sweep, recorded in sweep.json
     find_max_batch: SearchLimits | None = None  # search each configuration's largest micro batch first; None = no
     probe_links: bool = False  # time the cluster's collectives before the trials (<sweep>/links/links.parquet)
-    progress: str = "lines"  # how the terminal shows the sweep: lines, bar or quiet (raysweep.watch.progress)
+    progress: str = "lines"  # how the terminal shows the sweep: lines, bar or quiet (raysweep.progress)
 
     def check(self) -> None:
         """Refuse bad options with the messages the CLI prints (they name the flag)."""

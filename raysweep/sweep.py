@@ -27,6 +27,7 @@ from raysweep.options import SweepOptions
 from raysweep.planning.plan import first_trial, plan_trials, trial_table
 from raysweep.planning.search_config import SearchConfig, build_scheduler, search_record
 from raysweep.planning.space import SearchSpace
+from raysweep.progress import ProgressCallback
 from raysweep.results.economy import economy_line, sweep_economy
 from raysweep.results.recorder import ResultTablesCallback
 from raysweep.results.summary_table import summarize_trials
@@ -41,7 +42,6 @@ from raysweep.runtime.ray_logs import logs_location, plain_log_output, quiet_for
 from raysweep.runtime.searcher import FitSearcher
 from raysweep.runtime.train_run import import_train_torch_in_background
 from raysweep.runtime.worker_groups import WorkerGroups, group_pool
-from raysweep.watch.progress import ProgressCallback
 from raysweep.watch.sweep_metrics import SweepMetrics, watch_hints
 from raysweep.watch.tensorboard_logger import TensorBoardCallback
 from raysweep.watch.trackers import attach_report, tracker_callbacks

@@ -29,7 +29,7 @@ from raysweep.planning.max_batch import SearchLimits
 from raysweep.planning.plan import trial_table
 from raysweep.planning.search_config import SCHEDULERS, SEARCHERS, SearchChoices, describe
 from raysweep.planning.space import SearchSpace, list_spaces, load_yaml
-from raysweep.watch.progress import PROGRESS_STYLES
+from raysweep.progress import PROGRESS_STYLES
 from raysweep.watch.trackers import TRACKERS
 
 EXAMPLES = """examples:

@@ -13,8 +13,7 @@ from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.ranking import Ranking
 from raysweep.options import SweepOptions
-from raysweep.tune import parse_command
-from raysweep.watch.progress import (
+from raysweep.progress import (
     PROGRESS_STYLES,
     ProgressCallback,
     SweepCounts,
@@ -24,6 +23,7 @@ from raysweep.watch.progress import (
     status_line,
     trial_label,
 )
+from raysweep.tune import parse_command
 from raysweep.watch.sweep_metrics import SweepMetrics, metrics_urls
 from raysweep.watch.tensorboard_logger import run_name
 from tests.specs import tune_config

@@ -1,1 +1,1 @@
-"""Watching a sweep: the terminal's live view, the sweep's gauges, TensorBoard and experiment trackers."""
+"""Watching a sweep beside the terminal: the sweep's gauges, TensorBoard and experiment trackers."""

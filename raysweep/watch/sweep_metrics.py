@@ -18,7 +18,7 @@ class SweepCounts:
     stopped: int = 0  # stopped early by the sweep's scheduler
     running: int = 0
     best_throughput: float | None = None
-    best_value: float | None = None  # the best reported value of the sweep's metric (raysweep.watch.progress)
+    best_value: float | None = None  # the best reported value of the sweep's metric (raysweep.progress)
     done_fraction: float = 0.0  # finished trials count 1, running ones the share of their epochs done
 
     @property

@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 
         return compare
     if name == "AnalysisError":
-        from analysis.errors import AnalysisError
+        from analysis.rows.errors import AnalysisError
 
         return AnalysisError
     raise AttributeError(f"module 'analysis' has no attribute {name!r}")

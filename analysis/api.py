@@ -8,14 +8,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.compute import SweepAnalysis, compute
-from analysis.errors import AnalysisError
-from analysis.load import load_sweep
-from analysis.plots import make_plots
-from analysis.predict import predict_scaling
-from analysis.render import render_html, render_markdown
-from analysis.report import build_report
-from analysis.summary import build_summary
+from analysis.metrics.compute import SweepAnalysis, compute
+from analysis.prediction.predict import predict_scaling
+from analysis.report.plots import make_plots
+from analysis.report.render import render_html, render_markdown
+from analysis.report.report import build_report
+from analysis.report.summary import build_summary
+from analysis.rows.errors import AnalysisError
+from analysis.rows.load import load_sweep
 
 __all__ = ["analyze", "predict_scaling", "write_report"]
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.compute import SweepAnalysis, compute
-from analysis.errors import AnalysisError
-from analysis.evidence import RULE
-from analysis.findings import headlines
-from analysis.groups import NOT_A_DIFFERENCE, trial_params
-from analysis.load import SweepData, load_sweep
-from analysis.plots import Plots, Series, make_plots
-from analysis.render import Block, Bullets, Heading, Image, Paragraph, Table, render_html, render_markdown
+from analysis.metrics.compute import SweepAnalysis, compute
+from analysis.report.findings import headlines
+from analysis.report.plots import Plots, Series, make_plots
+from analysis.report.render import Block, Bullets, Heading, Image, Paragraph, Table, render_html, render_markdown
+from analysis.rows.errors import AnalysisError
+from analysis.rows.evidence import RULE
+from analysis.rows.groups import NOT_A_DIFFERENCE, trial_params
+from analysis.rows.load import SweepData, load_sweep
 
 # Parameters that say where a trial ran rather than what it ran: trials equal in everything else match.
 WHERE_IT_RAN = NOT_A_DIFFERENCE | {"device"}

@@ -17,7 +17,7 @@ PUBLIC = {
     "SweepResult": "raysweep.api",
     "SweepPlan": "raysweep.api",
     "SweepOptions": "raysweep.options",
-    "SearchLimits": "raysweep.max_batch",
+    "SearchLimits": "raysweep.planning.max_batch",
     "UsageError": "raysweep.core.errors",
 }
 __all__ = list(PUBLIC)

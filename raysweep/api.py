@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from raysweep.checks import check_values
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.paths import shell_path, user_path
@@ -37,16 +36,17 @@ from raysweep.core.status import is_finished
 from raysweep.core.store import ResultStore, canonical_key, check_name, read_table
 from raysweep.core.sweep_lock import SweepLock, lock_sweep
 from raysweep.interrupt import resume_command
-from raysweep.max_batch import SearchLimits, configurations, max_batch_path, search_plan
 from raysweep.options import SweepOptions
-from raysweep.plan import local_capacity, plan_trials, trial_rows, trial_table
+from raysweep.planning.checks import check_values
+from raysweep.planning.max_batch import SearchLimits, configurations, max_batch_path, search_plan
+from raysweep.planning.plan import local_capacity, plan_trials, trial_rows, trial_table
+from raysweep.planning.search_config import NO_CHOICES, SearchChoices, check_search
+from raysweep.planning.space import SearchSpace, load_space, space_from_mapping
+from raysweep.results.summary_table import summarize_trials
+from raysweep.results.text_table import html_table
 from raysweep.runtime.capacity import Capacity, check_local_fit
 from raysweep.runtime.cluster import check_reachable
-from raysweep.search_config import NO_CHOICES, SearchChoices, check_search
-from raysweep.space import SearchSpace, load_space, space_from_mapping
-from raysweep.summary_table import summarize_trials
-from raysweep.text_table import html_table
-from raysweep.trackers import start_trackers
+from raysweep.watch.trackers import start_trackers
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -37,7 +37,11 @@ COMMANDS: dict[str, Command] = {
     "run": Command("raysweep.tune", "run a search space as a Ray Tune sweep of ViT trials"),
     "query": Command("raysweep.query", "DuckDB SQL over the sweeps' trials, epochs and ranks tables"),
     "report": Command("analysis.__main__", "write a sweep's report, or one report comparing sweeps", "analysis"),
-    "predict": Command("analysis.predict", "predict a sweep's scaling on M nodes of G ranks from its 1-rank trials"),
+    "predict": Command(
+        "analysis.prediction.predict",
+        "predict a sweep's scaling on M nodes of G ranks from its 1-rank trials",
+        "analysis.predict",
+    ),
     "probe": Command("raysweep.probe", "time the cluster's collectives; fit a latency and bandwidth per link"),
     "bench": Command("raysweep.bench.stack", "the full stack against hand-written PyTorch", "raysweep.bench"),
     "bench-floor": Command("raysweep.bench.floor", "the cold-process floor of a rank's start-up"),

@@ -16,7 +16,7 @@ from ray.tune import Callback
 import raysweep.interrupt as interrupt
 from raysweep.core.status import TrialStatus
 from raysweep.core.store import ResultStore
-from raysweep.recorder import ResultTablesCallback
+from raysweep.results.recorder import ResultTablesCallback
 from raysweep.runtime.stop_requests import posted
 
 # Seconds between two reads of the posts (a read is a call to the cluster).

@@ -19,7 +19,8 @@ from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.status import TrialStatus
 from raysweep.core.store import ResultStore, atomic_write_table
-from raysweep.max_batch import (
+from raysweep.options import SweepOptions
+from raysweep.planning.max_batch import (
     ProbeOutcome,
     SearchLimits,
     clip_to_edges,
@@ -28,8 +29,7 @@ from raysweep.max_batch import (
     max_batch_path,
     max_batch_table,
 )
-from raysweep.options import SweepOptions
-from raysweep.recorder import ResultTablesCallback
+from raysweep.results.recorder import ResultTablesCallback
 from raysweep.sweep import fit_trials, trials_tuner, worker_groups
 
 

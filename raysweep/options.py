@@ -7,9 +7,9 @@ import os
 from dataclasses import dataclass
 
 from raysweep.core.errors import UsageError
-from raysweep.max_batch import SearchLimits
+from raysweep.planning.max_batch import SearchLimits
 from raysweep.progress import PROGRESS_STYLES
-from raysweep.trackers import check_trackers
+from raysweep.watch.trackers import check_trackers
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

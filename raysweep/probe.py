@@ -14,18 +14,18 @@ from pathlib import Path
 import pyarrow as pa
 import ray
 
-from analysis.link_model import fit_rows
+from analysis.prediction.link_model import fit_rows
 from raysweep.core.command import ArgumentParser, byte_size, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.names import unknown_name
 from raysweep.core.schema import table_from_rows
 from raysweep.core.store import ResultStore, atomic_write_table
+from raysweep.results.text_table import format_table
 from raysweep.runtime import cluster
 from raysweep.runtime.capacity import Capacity
 from raysweep.runtime.links import probe_groups, run_probe_group
 from raysweep.runtime.ray_logs import plain_log_output, quiet_forwarded_logs
 from raysweep.runtime.train_run import start_train_coordinator
-from raysweep.text_table import format_table
 from trainers.link_probe import COLLECTIVES, ProbePlan
 
 DEVICES = ("auto", "cpu", "gpu")

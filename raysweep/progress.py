@@ -1,4 +1,4 @@
-"""A live view of a sweep in the terminal (the sweep-level gauges are in raysweep/sweep_metrics.py).
+"""A live view of a sweep in the terminal (the sweep-level gauges are in raysweep/watch/sweep_metrics.py).
 
 ``ProgressCallback`` runs in the CLI's process as a Tune callback, in one of ``PROGRESS_STYLES``:
 
@@ -29,7 +29,7 @@ from raysweep.core.params import TrialParams
 from raysweep.core.ranking import DEFAULT_RANKING, Ranking
 from raysweep.core.spec import SPEC_KEY, spec_of
 from raysweep.core.status import TrialStatus, trial_outcome
-from raysweep.sweep_metrics import SweepCounts, SweepMetrics
+from raysweep.watch.sweep_metrics import SweepCounts, SweepMetrics
 
 # Tune's trial statuses, grouped into what a person watching a sweep cares about.
 RUNNING_STATES = ("RUNNING", "PAUSED")

@@ -23,28 +23,28 @@ from raysweep.core.schema import raysweep_version
 from raysweep.core.spec import TrialSpec
 from raysweep.core.store import ResultStore
 from raysweep.data_stop import DataErrorStop
-from raysweep.economy import economy_line, sweep_economy
 from raysweep.options import SweepOptions
-from raysweep.plan import first_trial, plan_trials, trial_table
+from raysweep.planning.plan import first_trial, plan_trials, trial_table
+from raysweep.planning.search_config import SearchConfig, build_scheduler, search_record
+from raysweep.planning.space import SearchSpace
 from raysweep.progress import ProgressCallback
-from raysweep.recorder import ResultTablesCallback
+from raysweep.results.economy import economy_line, sweep_economy
+from raysweep.results.recorder import ResultTablesCallback
+from raysweep.results.summary_table import summarize_trials
+from raysweep.results.text_table import format_table
 from raysweep.runtime import cluster
-from raysweep.runtime.bytecode_cache import bytecode_cache
+from raysweep.runtime.caches.bytecode_cache import bytecode_cache
+from raysweep.runtime.caches.compile_cache import compile_cache_env
 from raysweep.runtime.capacity import DRIVER_CPU, Capacity, local_num_cpus
-from raysweep.runtime.compile_cache import compile_cache_env
 from raysweep.runtime.early_stop import early_stop_env
 from raysweep.runtime.optuna_searcher import OptunaFitSearcher
 from raysweep.runtime.ray_logs import logs_location, plain_log_output, quiet_forwarded_logs
 from raysweep.runtime.searcher import FitSearcher
 from raysweep.runtime.train_run import import_train_torch_in_background
 from raysweep.runtime.worker_groups import WorkerGroups, group_pool
-from raysweep.search_config import SearchConfig, build_scheduler, search_record
-from raysweep.space import SearchSpace
-from raysweep.summary_table import summarize_trials
-from raysweep.sweep_metrics import SweepMetrics, watch_hints
-from raysweep.tensorboard_logger import TensorBoardCallback
-from raysweep.text_table import format_table
-from raysweep.trackers import attach_report, tracker_callbacks
+from raysweep.watch.sweep_metrics import SweepMetrics, watch_hints
+from raysweep.watch.tensorboard_logger import TensorBoardCallback
+from raysweep.watch.trackers import attach_report, tracker_callbacks
 
 
 def run_sweep(

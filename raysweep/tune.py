@@ -24,13 +24,13 @@ from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.paths import user_path
 from raysweep.core.schema import REPORTED_METRICS
-from raysweep.max_batch import SearchLimits
 from raysweep.options import SweepOptions
-from raysweep.plan import trial_table
+from raysweep.planning.max_batch import SearchLimits
+from raysweep.planning.plan import trial_table
+from raysweep.planning.search_config import SCHEDULERS, SEARCHERS, SearchChoices, describe
+from raysweep.planning.space import SearchSpace, list_spaces, load_yaml
 from raysweep.progress import PROGRESS_STYLES
-from raysweep.search_config import SCHEDULERS, SEARCHERS, SearchChoices, describe
-from raysweep.space import SearchSpace, list_spaces, load_yaml
-from raysweep.trackers import TRACKERS
+from raysweep.watch.trackers import TRACKERS
 
 EXAMPLES = """examples:
   python -m raysweep.tune --space batch_grid                       # embedded default: local Ray, CPU workers

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.deepspeed_config import GRAD_CLIP_NORM
 from trainers.engines.accumulation import Accumulation
+from trainers.engines.deepspeed_config import GRAD_CLIP_NORM
 
 
 def one_weight(accum: int) -> tuple[torch.nn.Linear, Accumulation]:

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from tests.test_sequence_parallel import free_port, saved_activation_bytes, tiny_batch, tiny_vit
-from trainers.activation_checkpointing import CheckpointedForward, apply_activation_checkpointing
+from trainers.model.activation_checkpointing import CheckpointedForward, apply_activation_checkpointing
 
 
 def loss_and_grads(model: torch.nn.Module) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -14,13 +14,13 @@ import pytest
 
 from analysis import AnalysisError, analyze, compare
 from analysis.__main__ import main
-from analysis.batch import knee_index
 from analysis.comparison import matching_ratios
-from analysis.compute import compute
-from analysis.findings import headlines
-from analysis.groups import BATCH, STRONG, find_groups
-from analysis.load import load_sweep
-from analysis.report import configuration_labels
+from analysis.metrics.batch import knee_index
+from analysis.metrics.compute import compute
+from analysis.report.findings import headlines
+from analysis.report.report import configuration_labels
+from analysis.rows.groups import BATCH, STRONG, find_groups
+from analysis.rows.load import load_sweep
 from raysweep.core.store import ResultStore
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -1120,7 +1120,7 @@ def test_a_straggler_is_claimed_against_the_other_ranks_over_the_repeats(tmp_pat
 
 
 def test_overheads_show_the_whole_axis_with_values_and_no_legend_for_an_undrawn_series(tmp_path):
-    from analysis.plots import Series, overhead_figure
+    from analysis.report.plots import Series, overhead_figure
 
     drawn = overhead_figure([Series("", compute(load_sweep(batch_sweep(tmp_path))))])
     (axes,) = drawn.figure.axes
@@ -1131,7 +1131,7 @@ def test_overheads_show_the_whole_axis_with_values_and_no_legend_for_an_undrawn_
 
 
 def test_speedup_sits_on_linear_axes_with_a_straight_ideal_and_the_fit_drawn_only_where_there_is_one(tmp_path):
-    from analysis.plots import Series, scaling_figure
+    from analysis.report.plots import Series, scaling_figure
 
     three = scaling_figure(
         [Series("", compute(load_sweep(strong_sweep(tmp_path, amdahl_times(0.1, [1, 2, 4])))))], "strong"
@@ -1147,7 +1147,7 @@ def test_speedup_sits_on_linear_axes_with_a_straight_ideal_and_the_fit_drawn_onl
 
 
 def test_epoch_curves_are_named_by_the_swept_parameters_not_by_trial_ids(tmp_path):
-    from analysis.plots import Series, epochs_figure
+    from analysis.report.plots import Series, epochs_figure
 
     store = ResultStore(tmp_path, "epochs")
     for mb in (16, 32):
@@ -1168,7 +1168,7 @@ def test_epoch_curves_are_named_by_the_swept_parameters_not_by_trial_ids(tmp_pat
 
 
 def test_a_wide_table_is_split_into_tables_led_by_its_first_column():
-    from analysis.render import MAX_COLUMNS, Table, render_markdown
+    from analysis.report.render import MAX_COLUMNS, Table, render_markdown
 
     columns = [f"c{i}" for i in range(10)]
     text = render_markdown([Table(columns, [[str(i) for i in range(10)]])])

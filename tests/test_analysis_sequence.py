@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.load import load_sweep
-from analysis.render import Bullets, Table
-from analysis.sequence import patch_tokens, resolution_lines, resolution_section
+from analysis.report.render import Bullets, Table
+from analysis.report.sequence import patch_tokens, resolution_lines, resolution_section
+from analysis.rows.load import load_sweep
 from raysweep.core.store import ResultStore
 from tests.test_analysis import add_trial
 

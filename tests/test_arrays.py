@@ -10,14 +10,14 @@ import torch
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from tests.image_folders import make_array_folder
-from trainers.arrays import ArraySplit, array_stats, index_arrays, read_array, read_header
-from trainers.batches import make_batches, to_model_input
-from trainers.channel_stats import IMAGE_STATS, ChannelStats
-from trainers.crops import crop_batch, crop_images
-from trainers.datasets import check_data_dir, load_dataset
+from trainers.data.arrays import ArraySplit, array_stats, index_arrays, read_array, read_header
+from trainers.data.batches import make_batches, to_model_input
+from trainers.data.channel_stats import IMAGE_STATS, ChannelStats
+from trainers.data.crops import crop_batch, crop_images
+from trainers.data.datasets import check_data_dir, load_dataset
+from trainers.data.node_cache import cache_root
+from trainers.data.pixel_copy import read_batches
 from trainers.make_arrays import main as make_arrays_main
-from trainers.node_cache import cache_root
-from trainers.pixel_copy import read_batches
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "float16", "float32"])
@@ -145,7 +145,7 @@ def test_the_generator_cli_writes_the_folder(tmp_path, capsys):
 
 
 def test_the_planner_refuses_mismatched_channels_before_any_trial(tmp_path):
-    from raysweep.checks import check_trial
+    from raysweep.planning.checks import check_trial
 
     folder = make_array_folder(tmp_path)
     with pytest.raises(UsageError, match="in_chans=3 but the arrays .* hold 8 channels"):
@@ -167,7 +167,7 @@ def test_channel_and_checkpointing_values_are_refused_naming_the_field(values, m
 
 
 def test_any_channel_count_builds_the_patch_embedding_for_it():
-    from trainers.models import create_model
+    from trainers.model.models import create_model
 
     TrialParams(dataset="synthetic", in_chans=13, activation_checkpointing=2).validate()
     model = create_model("vit_micro_patch4_32", num_classes=4, in_chans=13)

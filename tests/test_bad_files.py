@@ -17,15 +17,15 @@ import pytest
 import torch
 from PIL import Image
 
-from raysweep.checks import check_files
 from raysweep.core.errors import DataFileError, UsageError
 from raysweep.core.params import TrialParams
+from raysweep.planning.checks import check_files
 from raysweep.runtime.retry import retried
 from tests.image_folders import make_image_folder
-from trainers import imagefolder
-from trainers.batches import Batches, FolderLoading
-from trainers.datasets import load_dataset
-from trainers.imagefolder import (
+from trainers.data import imagefolder
+from trainers.data.batches import Batches, FolderLoading
+from trainers.data.datasets import load_dataset
+from trainers.data.imagefolder import (
     DecodedImages,
     UnreadableFiles,
     collate_decoded,
@@ -252,7 +252,7 @@ def test_a_ranks_traceback_of_a_data_error_is_dropped_from_the_screen_and_other_
     data_error = [
         "Error in training function:",
         "Traceback (most recent call last):",
-        '  File "trainers/batches.py", line 196, in prepare',
+        '  File "trainers/data/batches.py", line 196, in prepare',
         "raysweep.core.errors.DataFileError: imagefolder: x.jpg cannot be decoded (bad); fix or remove it",
         "",
     ]
@@ -262,8 +262,8 @@ def test_a_ranks_traceback_of_a_data_error_is_dropped_from_the_screen_and_other_
 
 
 def test_a_prepared_copy_has_no_copy_of_a_bad_file_and_its_trials_read_that_one_from_the_source(folder):
-    from trainers.node_cache import cache_root
-    from trainers.prepared import prepared_index
+    from trainers.data.node_cache import cache_root
+    from trainers.data.prepared import prepared_index
 
     bad = truncated_jpeg(folder / "train" / "a" / "cut.jpg")
     index = load_dataset("imagefolder", str(folder)).folder

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.batches import CPU_DECODE_MIN_WORKERS, Batches, decodes_on_gpu, shard_indices, to_model_input
-from trainers.datasets import ImageData
+from trainers.data.batches import CPU_DECODE_MIN_WORKERS, Batches, decodes_on_gpu, shard_indices, to_model_input
+from trainers.data.datasets import ImageData
 
 CPU = torch.device("cpu")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analysis.budget import STEP_FACTOR, Budget, budget_of, fall_cause, step_matched, steps_ratio
+from analysis.rows.budget import STEP_FACTOR, Budget, budget_of, fall_cause, step_matched, steps_ratio
 
 
 def rows(epochs: int, steps: list[int], global_batch: int) -> pd.DataFrame:

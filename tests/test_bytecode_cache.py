@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from raysweep.runtime.bytecode_cache import bytecode_cache, bytecode_cache_env, bytecode_is_current, keeps_bytecode
+from raysweep.runtime.caches.bytecode_cache import (
+    bytecode_cache,
+    bytecode_cache_env,
+    bytecode_is_current,
+    keeps_bytecode,
+)
 
 
 @pytest.fixture
@@ -51,7 +56,9 @@ def test_a_package_keeps_its_bytecode_when_current_or_when_python_can_write_it_a
     assert not keeps_bytecode(package)
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     assert keeps_bytecode(package)  # Python rewrites it at the next import
-    monkeypatch.setattr("raysweep.runtime.bytecode_cache.os.access", lambda path, mode: False)  # a read-only mount
+    monkeypatch.setattr(
+        "raysweep.runtime.caches.bytecode_cache.os.access", lambda path, mode: False
+    )  # a read-only mount
     assert not keeps_bytecode(package)
 
 
@@ -63,7 +70,7 @@ def test_no_cache_where_the_packages_keep_their_bytecode(package, monkeypatch):
 def test_a_cache_under_the_users_home_where_a_package_recompiles_in_every_process(package, monkeypatch):
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     touch_later(package / "util.py")
-    monkeypatch.setattr("raysweep.runtime.bytecode_cache.os.access", lambda path, mode: False)
+    monkeypatch.setattr("raysweep.runtime.caches.bytecode_cache.os.access", lambda path, mode: False)
     env = bytecode_cache_env(("tinypkg",), cache_dir=Path("~/cache-here"))
     assert env == {"PYTHONPYCACHEPREFIX": str(Path.home() / "cache-here"), "PYTHONDONTWRITEBYTECODE": ""}
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from raysweep.checks import check_trial, check_values
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
-from trainers.models import PRESETS
-from trainers.sequence_parallel_check import declared_token_shape, token_shape
+from raysweep.planning.checks import check_trial, check_values
+from trainers.model.models import PRESETS
+from trainers.model.sequence_parallel_check import declared_token_shape, token_shape
 
 
 def params(**values) -> TrialParams:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from raysweep.core.params import TrialParams
-from raysweep.space import SPACES_DIR
+from raysweep.planning.space import SPACES_DIR
 from raysweep.tune import main
 from tests.cli_helpers import no_sweep_starts, table_rows  # noqa: F401
 from tests.cli_helpers import run_main as run_cli

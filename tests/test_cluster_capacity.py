@@ -167,8 +167,8 @@ def test_local_num_cpus_grows_beyond_the_cores_for_a_big_trial():
 
 
 def test_the_first_trial_is_the_first_that_fits_resolved_for_the_cluster():
-    from raysweep.plan import first_trial
-    from raysweep.space import space_from_mapping
+    from raysweep.planning.plan import first_trial
+    from raysweep.planning.space import space_from_mapping
 
     space = space_from_mapping("s", {"axes": {"num_workers": [8, 2, 1]}, "drop_unfit": True}, "test")
     gpus = Capacity({"a": {"CPU": 16.0, "GPU": 4.0}})

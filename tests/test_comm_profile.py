@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainers.comm_profile import TimedEvent, comm_figures, intersection_length, is_collective, union
+from trainers.measure.comm_profile import TimedEvent, comm_figures, intersection_length, is_collective, union
 
 MAIN, COMM_STREAM = ("cpu", 1), ("cuda", 7)
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from raysweep.core.params import TrialParams
-from raysweep.runtime.compile_cache import compile_cache_env
+from raysweep.runtime.caches.compile_cache import compile_cache_env
 from trainers.engines.compiling import compile_options
 
 

@@ -208,7 +208,7 @@ def test_another_compile_value_is_refused_naming_the_allowed_ones():
 
 
 def test_the_dry_runs_table_shows_autos_planned_choice_and_each_reason_once():
-    from raysweep.plan import trial_table
+    from raysweep.planning.plan import trial_table
 
     short = gpu(model="vit_base_patch16_224", dataset="synthetic", train_samples=51200)
     trials = [
@@ -230,7 +230,7 @@ def test_the_dry_runs_table_shows_autos_planned_choice_and_each_reason_once():
 
 
 def test_a_set_compile_adds_no_choice_column():
-    from raysweep.plan import trial_table
+    from raysweep.planning.plan import trial_table
 
     assert "compile_choice" not in trial_table([gpu(compile="true"), gpu(compile="false")])
 

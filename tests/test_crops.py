@@ -7,7 +7,7 @@ import torch
 from torchvision.transforms import RandomResizedCrop
 from torchvision.transforms.v2.functional import resized_crop
 
-from trainers.crops import (
+from trainers.data.crops import (
     CropRecipe,
     back_to_back,
     crop_batch,

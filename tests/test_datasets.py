@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from raysweep.core.errors import UsageError
-from trainers.datasets import DATASETS, check_data_dir, load_dataset, load_digits
+from trainers.data.datasets import DATASETS, check_data_dir, load_dataset, load_digits
 
 # (image index, channel, row, column, value): one marked pixel in every file
 MARK = (1, 2, 5, 7, 201)

@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 from raysweep.core.params import TrialParams
-from trainers.deepspeed_config import build_deepspeed_config
+from trainers.engines.deepspeed_config import build_deepspeed_config
 
 
 def params(**values) -> TrialParams:

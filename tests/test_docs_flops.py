@@ -12,7 +12,7 @@ import pytest
 import timm
 
 from tests.test_docs_render import ROOT, render
-from trainers.flops import PEAK_FLOPS, training_flops_per_sample
+from trainers.measure.flops import PEAK_FLOPS, training_flops_per_sample
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 GFLOP = re.compile(r"(\d+(?:\.\d+)?) ?GFLOP\b")

@@ -12,8 +12,8 @@ from ray.tune.experiment import Trial
 from ray.tune.schedulers import TrialScheduler
 
 from raysweep.core.spec import SPEC_KEY
+from raysweep.planning.search_config import SchedulerConfig, SearchConfig, build_scheduler
 from raysweep.runtime.early_stop import STATE_FILE, TrialRef
-from raysweep.search_config import SchedulerConfig, SearchConfig, build_scheduler
 from tests.specs import trial_spec
 
 CONTROLLER = SimpleNamespace(get_live_trials=list)  # what the median rule asks of Tune's controller: none waits

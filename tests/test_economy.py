@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from raysweep.core.schema import TRIALS, table_from_rows
-from raysweep.economy import economy_line, sweep_economy
-from raysweep.summary_table import varied_columns
+from raysweep.results.economy import economy_line, sweep_economy
+from raysweep.results.summary_table import varied_columns
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from trainers.energy import EnergyWindow, energy_window, joules_per_sample, nvml_energy_reader
+from trainers.measure.energy import EnergyWindow, energy_window, joules_per_sample, nvml_energy_reader
 
 UUID = "58e9d7c5-b5a6-4f2b-9c41-0123456789ab"
 

@@ -15,10 +15,10 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from raysweep.core.params import TrialParams
-from trainers.deepspeed_config import GRAD_CLIP_NORM
 from trainers.engines import ENGINES, build_engine, build_optimizer, lr_factor
 from trainers.engines.deepspeed import clips_outside_deepspeed
-from trainers.hardware import live_tensor_bytes
+from trainers.engines.deepspeed_config import GRAD_CLIP_NORM
+from trainers.measure.hardware import live_tensor_bytes
 from trainers.process_state import ProcessState
 
 

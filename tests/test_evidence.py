@@ -10,7 +10,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from analysis.evidence import (
+from analysis.rows.evidence import (
     ALPHA,
     MAX_ADVISED,
     MIN_REPEATS,

@@ -5,7 +5,7 @@ import timm
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from trainers.flops import ComputeRate, peak_flops, training_flops_per_sample
+from trainers.measure.flops import ComputeRate, peak_flops, training_flops_per_sample
 
 
 def counted_training_flops(model: torch.nn.Module, image_size: int) -> float:

@@ -22,9 +22,9 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from raysweep.core.params import TrialParams
-from trainers.activation_checkpointing import apply_activation_checkpointing
-from trainers.deepspeed_config import GRAD_CLIP_NORM
+from trainers.engines.deepspeed_config import GRAD_CLIP_NORM
 from trainers.engines.fsdp import FSDPEngine
+from trainers.model.activation_checkpointing import apply_activation_checkpointing
 
 WORLD = 2
 ACCUM = 2

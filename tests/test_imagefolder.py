@@ -11,10 +11,10 @@ import torch
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from tests.image_folders import class_value, make_image_folder
-from trainers.batches import Batches, FolderLoading, make_batches, pad_crop
-from trainers.crops import val_crop
-from trainers.datasets import check_data_dir, load_dataset
-from trainers.imagefolder import (
+from trainers.data.batches import Batches, FolderLoading, make_batches, pad_crop
+from trainers.data.crops import val_crop
+from trainers.data.datasets import check_data_dir, load_dataset
+from trainers.data.imagefolder import (
     EncodedImages,
     FolderSplit,
     check_imagefolder,

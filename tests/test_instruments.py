@@ -12,13 +12,13 @@ import pytest
 import torch
 
 from raysweep.core.params import TrialParams
-from trainers.energy import EnergyWindow
 from trainers.epoch_plan import EpochPlan
 from trainers.faults import FaultInjector
 from trainers.instruments import Instruments
-from trainers.memory_budget import MemoryBudget
-from trainers.meter import TrialMeter
-from trainers.straggler import Straggler
+from trainers.measure.energy import EnergyWindow
+from trainers.measure.memory_budget import MemoryBudget
+from trainers.measure.meter import TrialMeter
+from trainers.measure.straggler import Straggler
 from trainers.train_loop import train_epoch
 
 CPU = torch.device("cpu")

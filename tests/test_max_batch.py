@@ -10,7 +10,7 @@ import pytest
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.status import TrialStatus
-from raysweep.max_batch import (
+from raysweep.planning.max_batch import (
     MAX_BATCH,
     BatchSearch,
     ProbeOutcome,

@@ -7,8 +7,8 @@ import pytest
 import raysweep
 from raysweep.api import resume_sweep
 from raysweep.core.errors import UsageError
-from raysweep.max_batch import SearchLimits
 from raysweep.options import SweepOptions
+from raysweep.planning.max_batch import SearchLimits
 from raysweep.tune import parse_command
 from tests.cli_helpers import no_sweep_starts, table_rows  # noqa: F401
 from tests.cli_helpers import run_main as run_cli

@@ -10,7 +10,9 @@ from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.status import TrialStatus
 from raysweep.core.store import ResultStore, atomic_write_table
-from raysweep.max_batch import (
+from raysweep.max_batch_run import FitToEdges, edge_line, outcomes_of, round_line
+from raysweep.options import SweepOptions
+from raysweep.planning.max_batch import (
     ProbeOutcome,
     SearchLimits,
     configuration_key,
@@ -18,8 +20,6 @@ from raysweep.max_batch import (
     max_batch_table,
     search_plan,
 )
-from raysweep.max_batch_run import FitToEdges, edge_line, outcomes_of, round_line
-from raysweep.options import SweepOptions
 
 
 def params_json(params: TrialParams) -> str:

@@ -7,8 +7,8 @@ import torch
 
 from raysweep.core.errors import is_out_of_memory
 from raysweep.core.params import TrialParams
-from trainers.hardware import peak_memory_gib
-from trainers.memory_budget import MemoryBudget
+from trainers.measure.hardware import peak_memory_gib
+from trainers.measure.memory_budget import MemoryBudget
 
 CPU = torch.device("cpu")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainers.flops import ComputeRate
-from trainers.meter import EpochMeasure, TrialMeter
+from trainers.measure.flops import ComputeRate
+from trainers.measure.meter import EpochMeasure, TrialMeter
 
 
 def epoch(n: int, step_ms: list[float], wait_ms: list[float], timed_s: float) -> EpochMeasure:

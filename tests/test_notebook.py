@@ -12,8 +12,8 @@ import pytest
 import raysweep
 from raysweep.core.errors import UsageError
 from raysweep.core.store import ResultStore
-from raysweep.summary_table import SUMMARY_MEASURES
-from raysweep.text_table import html_table
+from raysweep.results.summary_table import SUMMARY_MEASURES
+from raysweep.results.text_table import html_table
 
 PUBLIC = [
     "SearchLimits",

@@ -7,9 +7,9 @@ import pytest
 
 from raysweep.core.params import TrialParams
 from raysweep.core.spec import SPEC_KEY
+from raysweep.planning.space import load_space
 from raysweep.runtime.capacity import Capacity
 from raysweep.runtime.optuna_searcher import OptunaFitSearcher, baseline
-from raysweep.space import load_space
 from tests.specs import trial_spec
 
 

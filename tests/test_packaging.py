@@ -1,36 +1,28 @@
 """What a wheel of raysweep carries: the bundled spaces as package data of ``search_spaces``, so an installed
-raysweep finds them from any directory (``raysweep.space.SPACES_DIR`` reads them with importlib.resources)."""
+raysweep finds them from any directory (``raysweep.planning.space.SPACES_DIR`` reads them with importlib.resources)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-from raysweep.space import SPACES_DIR
+from raysweep.planning.space import SPACES_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_the_wheel_ships_every_bundled_space_inside_the_search_spaces_package(tmp_path):
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path),
-            str(REPO),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    source = tmp_path / "src"  # a copy: setuptools builds in the source tree, and the checkout stays clean
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    for package in ("raysweep", "trainers", "analysis", "search_spaces"):
+        shutil.copytree(REPO / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    wheel_command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    subprocess.run([*wheel_command, "-w", str(tmp_path), str(source)], check=True, capture_output=True, timeout=300)
     (wheel,) = tmp_path.glob("raysweep-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "search_spaces/__init__.py" in names

@@ -14,10 +14,10 @@ from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from tests.image_folders import folder_with_a_large_image, write_image
 from tests.test_prepared import large_image_folder, trial_batches
-from trainers.crops import CropRecipe, back_to_back, crop_images, resized_to
-from trainers.imagefolder import index_imagefolder
-from trainers.node_cache import cache_root
-from trainers.pixel_copy import (
+from trainers.data.crops import CropRecipe, back_to_back, crop_images, resized_to
+from trainers.data.imagefolder import index_imagefolder
+from trainers.data.node_cache import cache_root
+from trainers.data.pixel_copy import (
     RECORDS,
     PixelSplit,
     chunk_name,

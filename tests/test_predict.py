@@ -8,8 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.errors import AnalysisError
-from analysis.link_model import (
+from analysis.prediction.link_model import (
     COLLECTIVES,
     INTER_NODE,
     INTRA_NODE,
@@ -22,7 +21,7 @@ from analysis.link_model import (
     named_link,
     uniform,
 )
-from analysis.predict import (
+from analysis.prediction.predict import (
     holdout,
     holdout_summary,
     main,
@@ -30,7 +29,7 @@ from analysis.predict import (
     validation_line,
     worker_counts,
 )
-from analysis.step_model import (
+from analysis.prediction.step_model import (
     ComputeCurve,
     Engine,
     StepTerms,
@@ -41,6 +40,7 @@ from analysis.step_model import (
     step_s,
     step_traffic,
 )
+from analysis.rows.errors import AnalysisError
 from raysweep.core.schema import table_from_rows
 
 
@@ -209,9 +209,9 @@ def test_comm_on_one_rank_is_nothing():
 def test_the_report_section_shows_the_fits_and_predictions_beyond_the_measured_ranks(tmp_path):
     from types import SimpleNamespace
 
-    from analysis.predict import report_predictions
-    from analysis.prediction_section import prediction_section
-    from analysis.render import Table
+    from analysis.prediction.predict import report_predictions
+    from analysis.report.prediction_section import prediction_section
+    from analysis.report.render import Table
 
     sweep = tmp_path / "s"
     (sweep / "links").mkdir(parents=True)
@@ -322,9 +322,9 @@ def test_the_validation_line_reads_the_committed_summary(tmp_path):
 def test_the_report_section_prints_the_held_out_check_beside_the_predictions(tmp_path):
     from types import SimpleNamespace
 
-    from analysis.predict import report_predictions
-    from analysis.prediction_section import prediction_section
-    from analysis.render import Paragraph, Table
+    from analysis.prediction.predict import report_predictions
+    from analysis.report.prediction_section import prediction_section
+    from analysis.report.render import Paragraph, Table
 
     sweep = tmp_path / "s"
     (sweep / "links").mkdir(parents=True)

@@ -14,12 +14,12 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.patches import Rectangle
 
 from analysis import analyze
-from analysis.link_model import INTRA_NODE, LinkFit, fit_rows
-from analysis.plots import FIGURES, Plots, Series, predicted_scaling_figure
-from analysis.predict import report_predictions
-from analysis.prediction_section import PREDICTED_FIGURE, prediction_section
-from analysis.render import Image
-from analysis.report import images
+from analysis.prediction.link_model import INTRA_NODE, LinkFit, fit_rows
+from analysis.prediction.predict import report_predictions
+from analysis.report.plots import FIGURES, Plots, Series, predicted_scaling_figure
+from analysis.report.prediction_section import PREDICTED_FIGURE, prediction_section
+from analysis.report.render import Image
+from analysis.report.report import images
 from raysweep.core.schema import table_from_rows
 from raysweep.core.store import ResultStore
 from tests.test_analysis import add_trial

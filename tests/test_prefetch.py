@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from trainers.prefetch import DEPTH, prefetched
+from trainers.data.prefetch import DEPTH, prefetched
 
 CPU = torch.device("cpu")
 

@@ -9,11 +9,11 @@ import torch
 
 from raysweep.core.params import TrialParams
 from tests.image_folders import class_value, folder_with_a_large_image, write_image
-from trainers.batches import make_batches
-from trainers.datasets import load_dataset
-from trainers.imagefolder import decode_file, index_imagefolder
-from trainers.node_cache import cache_root
-from trainers.prepared import SHORT_SIDE, prepare_imagefolder
+from trainers.data.batches import make_batches
+from trainers.data.datasets import load_dataset
+from trainers.data.imagefolder import decode_file, index_imagefolder
+from trainers.data.node_cache import cache_root
+from trainers.data.prepared import SHORT_SIDE, prepare_imagefolder
 
 
 @pytest.fixture

@@ -23,9 +23,9 @@ from raysweep.progress import (
     status_line,
     trial_label,
 )
-from raysweep.sweep_metrics import SweepMetrics, metrics_urls
-from raysweep.tensorboard_logger import run_name
 from raysweep.tune import parse_command
+from raysweep.watch.sweep_metrics import SweepMetrics, metrics_urls
+from raysweep.watch.tensorboard_logger import run_name
 from tests.specs import tune_config
 
 # Anything a plain log must not hold: C0 controls but newline, DEL, and escape sequences.

@@ -11,8 +11,8 @@ import raysweep
 from raysweep.core.errors import UsageError
 from raysweep.core.ranking import DEFAULT_RANKING, Ranking, best_trial, chosen_ranking, ranked, ranking_of
 from raysweep.core.store import ResultStore
-from raysweep.economy import sweep_economy
-from raysweep.search_config import SearchConfig, search_record, with_choices
+from raysweep.planning.search_config import SearchConfig, search_record, with_choices
+from raysweep.results.economy import sweep_economy
 from raysweep.sweep import print_summary
 
 

@@ -28,7 +28,7 @@ from raysweep.core.schema import (
     row_of,
 )
 from raysweep.core.store import ResultStore
-from raysweep.recorder import ResultTablesCallback, peak_memory_of
+from raysweep.results.recorder import ResultTablesCallback, peak_memory_of
 from tests.specs import tune_config
 
 
@@ -155,7 +155,7 @@ def test_the_error_column_names_the_ranks_own_exception_not_rays_wrappers(tmp_pa
 
 
 def test_without_the_exception_the_error_column_skips_rays_snippet_header():
-    from raysweep.recorder import error_summary
+    from raysweep.results.recorder import error_summary
 
     assert error_summary(
         "Traceback (most recent call last):\n  ...\nRuntimeError: boom\n[Rank 0 Error Snippet]:\n"

@@ -7,8 +7,8 @@ import pytest
 from raysweep.api import check_sweep, resolve_space
 from raysweep.core.errors import UsageError
 from raysweep.options import SweepOptions
-from raysweep.search_config import SchedulerConfig, SearchChoices, describe, scheduler_from
-from raysweep.space import space_from_mapping
+from raysweep.planning.search_config import SchedulerConfig, SearchChoices, describe, scheduler_from
+from raysweep.planning.space import space_from_mapping
 
 LR = {"loguniform": [1.0e-4, 1.0e-2]}
 

@@ -14,7 +14,7 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 
 from raysweep.core.errors import UsageError
-from trainers.sequence_parallel import (
+from trainers.model.sequence_parallel import (
     ParallelGroups,
     SequenceParallelViT,
     apply_sequence_parallel,
@@ -23,7 +23,7 @@ from trainers.sequence_parallel import (
     head_counts,
     padded_tokens,
 )
-from trainers.sequence_parallel_check import TokenShape, check_sequence_parallel, token_shape
+from trainers.model.sequence_parallel_check import TokenShape, check_sequence_parallel, token_shape
 
 # 32 px / 4 px patches = 64 patch tokens, embed 48. "avg": 4 heads, no class token, SP 2 and 4 divide both.
 # "cls": the paper's architecture shrunk (class token, pooled by it): 65 tokens, divided by neither.
@@ -48,7 +48,7 @@ def tiny_vit(name: str = "avg") -> torch.nn.Module:
     """MODELS[name]; a name ending in _checkpointed is that model with every block's activations checkpointed."""
     import timm
 
-    from trainers.activation_checkpointing import apply_activation_checkpointing
+    from trainers.model.activation_checkpointing import apply_activation_checkpointing
 
     base = name.removesuffix("_checkpointed")
     torch.manual_seed(0)
@@ -156,7 +156,7 @@ def test_heads_split_as_deepspeed_splits_them():
 def test_sp_attention_passes_no_mask_so_fused_kernels_stay_eligible(monkeypatch, tmp_path):
     """SP's attention on a group of one: the plain model's output, and scaled_dot_product_attention never
     given a mask (padding is cut off, not masked), so flash attention can run it on a GPU."""
-    import trainers.sequence_parallel as sp_module
+    import trainers.model.sequence_parallel as sp_module
 
     calls = []
     fused = F.scaled_dot_product_attention

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from raysweep.checks import check_trial
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
-from raysweep.space import SPACES_DIR, list_spaces, load_space, load_yaml, parse_space
+from raysweep.planning.checks import check_trial
+from raysweep.planning.space import SPACES_DIR, list_spaces, load_space, load_yaml, parse_space
 
 BUNDLED = sorted(SPACES_DIR.glob("*.yaml"))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from raysweep.space import SPACES_DIR
+from raysweep.planning.space import SPACES_DIR
 from tests.cli_helpers import no_sweep_starts, table_rows  # noqa: F401
 from tests.cli_helpers import run_main as dry_run
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from raysweep.core.params import TrialParams
-from trainers.straggler import Straggler
-from trainers.timing import IntervalClock
+from trainers.measure.straggler import Straggler
+from trainers.measure.timing import IntervalClock
 
 CPU = torch.device("cpu")
 MICRO_MS = 10.0

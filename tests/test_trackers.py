@@ -28,9 +28,9 @@ from raysweep.core.schema import (
 )
 from raysweep.core.spec import SPEC_KEY, TrialSpec
 from raysweep.core.store import ResultStore
-from raysweep.tensorboard_logger import TensorBoardCallback, run_name
-from raysweep.trackers import attach_report, start_trackers
 from raysweep.tune import main
+from raysweep.watch.tensorboard_logger import TensorBoardCallback, run_name
+from raysweep.watch.trackers import attach_report, start_trackers
 from tests.cli_helpers import no_sweep_starts  # noqa: F401
 
 
@@ -88,7 +88,7 @@ def test_mlflow_logs_a_sweep_run_with_each_trial_nested_named_as_tensorboard_and
     pytest.importorskip("mlflow")
     from mlflow import MlflowClient
 
-    from raysweep.mlflow_logger import MLflowCallback, mlflow_uri
+    from raysweep.watch.mlflow_logger import MLflowCallback, mlflow_uri
 
     uri = mlflow_uri(tmp_path)
     assert uri == f"sqlite:///{tmp_path.resolve() / 'mlflow.db'}"  # a database store inside the sweep
@@ -123,7 +123,7 @@ def test_mlflow_keeps_artifacts_in_the_sweep_and_attaches_the_report_to_the_swee
     pytest.importorskip("mlflow")
     from mlflow import MlflowClient
 
-    from raysweep.mlflow_logger import MLflowCallback, mlflow_uri
+    from raysweep.watch.mlflow_logger import MLflowCallback, mlflow_uri
 
     root = tmp_path / "sweep-b"
     report = root / "report" / "report.md"
@@ -146,7 +146,7 @@ def test_mlflow_keeps_artifacts_in_the_sweep_and_attaches_the_report_to_the_swee
 
 
 def test_a_store_the_user_names_keeps_its_own_artifact_location(tmp_path, monkeypatch):
-    from raysweep.mlflow_logger import artifact_location, mlflow_uri
+    from raysweep.watch.mlflow_logger import artifact_location, mlflow_uri
 
     root = tmp_path / "sweep-c"
     assert artifact_location(mlflow_uri(root), root) == (root / "mlartifacts").resolve().as_uri()

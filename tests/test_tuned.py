@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.evidence import Family
-from analysis.tuned import decline, explanation, supported, tuned_analysis
+from analysis.metrics.tuned import decline, explanation, supported, tuned_analysis
+from analysis.rows.evidence import Family
 from raysweep.core.params import rule_learning_rate
 
 RULE_16, RULE_256 = rule_learning_rate("adamw", 16), rule_learning_rate("adamw", 256)

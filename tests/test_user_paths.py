@@ -19,7 +19,7 @@ from raysweep.core.params import TrialParams
 from raysweep.core.paths import shell_path, user_path
 from raysweep.core.store import ResultStore
 from raysweep.core.sweep_lock import HOLDER_FILE, SweepRunning, lock_sweep
-from raysweep.space import load_space
+from raysweep.planning.space import load_space
 from tests.cli_helpers import no_sweep_starts, run_main  # noqa: F401  (the tripwire fixture)
 
 

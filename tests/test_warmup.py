@@ -1,6 +1,6 @@
 """Known answers of the warm-up plan: untimed steps per epoch after a start."""
 
-from trainers.warmup import WarmupPlan
+from trainers.measure.warmup import WarmupPlan
 
 
 def untimed(warmup_steps, start_epoch, steps_per_epoch, epochs):

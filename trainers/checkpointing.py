@@ -17,7 +17,7 @@ from pathlib import Path
 import ray.train
 
 from trainers.engines import Engine
-from trainers.meter import EpochMeasure, TrialMeter
+from trainers.measure.meter import EpochMeasure, TrialMeter
 
 PROGRESS = "progress.json"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from raysweep.core.params import TrialParams
-from trainers.datasets import ImageData
-from trainers.warmup import WarmupPlan
+from trainers.data.datasets import ImageData
+from trainers.measure.warmup import WarmupPlan
 
 # The profiled window takes only steps beyond this many timed ones of the last epoch (fewer timed
 # steps than this are flagged by the analysis as too few to trust).
@@ -36,7 +36,7 @@ class EpochPlan:
         """The plan of a worker group that starts training at ``start_epoch`` (after a restart: > 0)."""
         gb = params.train_batch_size
         steps = params.steps_per_epoch(0 if params.train_samples else data.num_train)  # the split, read only if used
-        # A slowed rank sizes its delay on at least one untimed step (trainers.straggler).
+        # A slowed rank sizes its delay on at least one untimed step (trainers.measure.straggler).
         warmup_steps = max(params.warmup_steps, 1 if params.slow_rank_list else 0)
         warmup = WarmupPlan.after_start(warmup_steps, start_epoch, steps, params.epochs)
         profile_steps = params.profile_steps if params.num_workers > 1 else 0

@@ -5,12 +5,12 @@ The loop is the algorithm (batches, forward, backward, step); ``Instruments`` ke
 * the step clock (each optimizer step) and the data clock (each micro batch's wait for its data),
   read once per epoch, so no step waits on the device for them;
 * the warm-up: the first steps after a worker group starts are untimed, and they size a slow rank's
-  delay (``trainers.straggler``); the timed part is one synchronised wall-clock span, with the GPU's
-  energy over it (``trainers.energy``);
-* the profiled window after the timed steps of the last epoch (``trainers.comm_profile``), so the
+  delay (``trainers.measure.straggler``); the timed part is one synchronised wall-clock span, with the GPU's
+  energy over it (``trainers.measure.energy``);
+* the profiled window after the timed steps of the last epoch (``trainers.measure.comm_profile``), so the
   profiler's overhead touches no timed step;
 * the test hooks that fail a rank (``trainers.faults``) or hold a CPU rank to a memory budget
-  (``trainers.memory_budget``).
+  (``trainers.measure.memory_budget``).
 
 The hooks of one epoch, in order: ``on_epoch_start``, then per optimizer step ``on_step_start``, per
 micro batch the batch from ``timed_batches`` and ``before_backward``, ``on_step_end``; last
@@ -27,14 +27,14 @@ import torch
 import torch.distributed as dist
 
 from raysweep.core.params import TrialParams
-from trainers.comm_profile import ProfileWindow
-from trainers.energy import EnergyWindow, energy_window
 from trainers.epoch_plan import EpochPlan
 from trainers.faults import FaultInjector
-from trainers.memory_budget import MemoryBudget
-from trainers.meter import EpochMeasure, TrialMeter
-from trainers.straggler import Straggler
-from trainers.timing import IntervalClock, WallSpan
+from trainers.measure.comm_profile import ProfileWindow
+from trainers.measure.energy import EnergyWindow, energy_window
+from trainers.measure.memory_budget import MemoryBudget
+from trainers.measure.meter import EpochMeasure, TrialMeter
+from trainers.measure.straggler import Straggler
+from trainers.measure.timing import IntervalClock, WallSpan
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from raysweep.core.command import ArgumentParser, run_command
 from raysweep.core.errors import UsageError
-from trainers.arrays import DTYPES, MAX_CHANNELS, tiff_module
+from trainers.data.arrays import DTYPES, MAX_CHANNELS, tiff_module
 
 FORMATS = ("npy", "npz", "tif")
 LAYOUTS = ("chw", "hwc")

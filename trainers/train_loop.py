@@ -22,23 +22,23 @@ from raysweep.core.compile_decision import CompileDecision, decide_compile
 from raysweep.core.errors import RankOutOfMemory
 from raysweep.core.schema import EPOCH_KEY, RANKS_KEY, TRIAL_ID_KEY, TRIAL_KEY
 from raysweep.core.spec import RANK_TRIAL_KEY, RankTrial
-from trainers.activation_checkpointing import apply_activation_checkpointing
-from trainers.batches import Batches, make_batches
 from trainers.checkpointing import discard, restore_checkpoint, save_checkpoint
-from trainers.datasets import load_dataset
-from trainers.energy import joules_per_sample
+from trainers.data.batches import Batches, make_batches
+from trainers.data.datasets import load_dataset
 from trainers.engines import Engine, build_engine
 from trainers.epoch_plan import EpochPlan
-from trainers.flops import ComputeRate, peak_flops, training_flops_per_sample
 from trainers.group_timeout import use_collective_timeout
-from trainers.hardware import device_name, node_name, peak_memory_gib
 from trainers.instruments import Instruments
-from trainers.live_metrics import publish_epoch
-from trainers.meter import EpochMeasure, TrialMeter
-from trainers.models import create_model, native_image_size
+from trainers.measure.energy import joules_per_sample
+from trainers.measure.flops import ComputeRate, peak_flops, training_flops_per_sample
+from trainers.measure.hardware import device_name, node_name, peak_memory_gib
+from trainers.measure.live_metrics import publish_epoch
+from trainers.measure.meter import EpochMeasure, TrialMeter
+from trainers.measure.timing import time_allreduce_ms
+from trainers.model.activation_checkpointing import apply_activation_checkpointing
+from trainers.model.models import create_model, native_image_size
+from trainers.model.sequence_parallel import apply_sequence_parallel, build_groups
 from trainers.numerics import gradient_reduction, set_math_modes
-from trainers.sequence_parallel import apply_sequence_parallel, build_groups
-from trainers.timing import time_allreduce_ms
 
 
 def train_fn_per_worker(config: dict) -> None:

@@ -31,7 +31,7 @@ import ray.train.torch
 import torch
 
 from raysweep.core.spec import NextTrial, RankTrial
-from trainers.hardware import reset_peak_memory
+from trainers.measure.hardware import reset_peak_memory
 from trainers.process_state import ProcessState
 
 

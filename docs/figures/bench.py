@@ -71,7 +71,7 @@ def h200_mfu() -> str:
     header = ["micro batch", "img/s", "MFU", "share of the measured matmul ceiling"]
     return (
         f"MFU is the trials' own `mfu` column: throughput x `flops_per_sample` / (`num_workers` x `peak_flops`). "
-        f"`flops_per_sample` is the analytic count of `trainers/flops.py` (3 x the forward pass's matmuls, the "
+        f"`flops_per_sample` is the analytic count of `trainers/measure/flops.py` (3 x the forward pass's matmuls, the "
         f"attention matmuls included): {flops / 1e9:.1f} GFLOP for ViT-B/16 at 224 px; `peak_flops` the card's "
         f"dense bf16 spec peak, {peak / 1e12:.0f} TFLOP/s. The last column is a second figure, the same achieved "
         f"FLOP/s over the card's measured bf16 matmul ceiling (an 8192^3 matmul in the same run: "

@@ -148,7 +148,7 @@ def h100_first_step_profile() -> str:
         f"  import tree says the same of the imports: `import timm` {imports['timm s']:.1f} s, "
         f"{imports['torchvision s']:.1f} s of it torchvision's import of\n"
         f"  `torch._dynamo` (sympy alone {imports['sympy s']:.1f} s; the 2-core machine's import tree, whose "
-        f"packages have their\n  bytecode, is not kept). `raysweep.runtime.bytecode_cache` is the answer "
+        f"packages have their\n  bytecode, is not kept). `raysweep.runtime.caches.bytecode_cache` is the answer "
         f"(`../h100-bytecode-cache/`).\n"
         f"- NCCL's communicator: DeepSpeed's first broadcasts took {build['deepspeed broadcast s']:.2f} s in the "
         f"profiled build. Made at\n  `init_process_group` instead (`--eager`, one run), the process group took "

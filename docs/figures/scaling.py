@@ -75,7 +75,7 @@ def h200x2_prediction() -> str:
             ({k: number(v) for k, v in r.items()} for r in csv.DictReader(f)), key=lambda r: r["num_workers"]
         )
     return (
-        f"the step-time model (`analysis.predict`) calibrated on the 1-rank trial alone "
+        f"the step-time model (`analysis.prediction.predict`) calibrated on the 1-rank trial alone "
         f"({one['compute_ms']:.1f} ms a\nstep at micro batch {one['micro_batch']}), with the named NVLink 4 link and "
         "the "
         f"model's 85.8 M fp32 gradients (bf16 under autocast),\npredicts the 2-rank step and speedup beside the "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from raysweep.core.status import TrialStatus
-from raysweep.max_batch import BatchSearch, ProbeOutcome, SearchLimits
+from raysweep.planning.max_batch import BatchSearch, ProbeOutcome, SearchLimits
 
 from . import experiment_script, figure, span, summary, table
 

@@ -1,8 +1,8 @@
 """The study's question answered by the step-time model (docs/prediction.md), from
 ``docs/results/study-prediction/inputs.json``: ViT-B/16 on nodes of one T4-class GPU each over Ethernet, at the
 paper's global batches (strong scaling). The per-rank compute from the model's training FLOPs a sample (counted by
-``trainers.flops`` on the timm model the inputs name), the peak and the assumed MFU; the fp32 gradient all-reduce on
-the named Ethernet links (``analysis.link_model``); the overlap at its bounds, none and full. Each efficiency carries
+``trainers.measure.flops`` on the timm model the inputs name), the peak and the assumed MFU; the fp32 gradient all-reduce on
+the named Ethernet links (``analysis.prediction.link_model``); the overlap at its bounds, none and full. Each efficiency carries
 the range the validation's worst error gives (``cpu16_prediction.validation``): the multi-node step time scaled by
 1 +/- that error, the 1-node step the reference."""
 
@@ -13,8 +13,8 @@ import json
 import math
 from dataclasses import dataclass
 
-from analysis.link_model import INTRA_NODE, TCP_HOP_S, ethernet, uniform
-from analysis.step_model import Engine, comm_s, step_s, step_traffic
+from analysis.prediction.link_model import INTRA_NODE, TCP_HOP_S, ethernet, uniform
+from analysis.prediction.step_model import Engine, comm_s, step_s, step_traffic
 
 from . import RESULTS, count, figure, table
 from .cpu16_prediction import EXPERIMENT as VALIDATION
@@ -27,10 +27,10 @@ HIGHEST_GBIT = 10_000.0  # the thresholds' search stops here: a statement not ho
 
 @functools.cache
 def model_counts(model: str, image_size: int, num_classes: int) -> tuple[float, int]:
-    """Training FLOPs a sample (``trainers.flops``: 2 a multiply-add, 3 x forward) and trainable parameters."""
+    """Training FLOPs a sample (``trainers.measure.flops``: 2 a multiply-add, 3 x forward) and trainable parameters."""
     import timm
 
-    from trainers.flops import training_flops_per_sample
+    from trainers.measure.flops import training_flops_per_sample
 
     built = timm.create_model(model, num_classes=num_classes, img_size=image_size)
     return training_flops_per_sample(built), sum(p.numel() for p in built.parameters() if p.requires_grad)
@@ -126,7 +126,7 @@ def study_prediction_inputs() -> str:
                 [
                     "`flops_per_sample`",
                     f"{s.flops_per_sample / 1e9:.1f} GFLOP",
-                    "counted: `trainers.flops.training_flops_per_sample` of the model above",
+                    "counted: `trainers.measure.flops.training_flops_per_sample` of the model above",
                 ],
                 ["`trainable_params`", f"{s.trainable_params:,}", "counted: the model above's trainable parameters"],
             ]
@@ -136,7 +136,7 @@ def study_prediction_inputs() -> str:
     body = table(["input", "value", "source"], rows, "lll")
     return (
         f"{body}\n\nEthernet: line rate per direction, {TCP_HOP_S * 1e6:.0f} us per ring step (TCP, an assumption: "
-        "`analysis.link_model.TCP_HOP_S`);\nline rate is an upper bound on what TCP delivers, so the communication "
+        "`analysis.prediction.link_model.TCP_HOP_S`);\nline rate is an upper bound on what TCP delivers, so the communication "
         "here is a lower bound."
     )
 

@@ -22,7 +22,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 from raysweep.core.command import ArgumentParser, run_command  # noqa: E402  (standard library only)
-from raysweep.runtime.bytecode_cache import bytecode_cache  # noqa: E402  (standard library only)
+from raysweep.runtime.caches.bytecode_cache import bytecode_cache  # noqa: E402  (standard library only)
 
 
 def measure(model_name: str, batch: int) -> dict[str, float]:
@@ -62,7 +62,7 @@ def measure(model_name: str, batch: int) -> dict[str, float]:
     mark("process group")
     from raysweep.core.params import TrialParams
     from trainers.engines import build_engine
-    from trainers.models import create_model, native_image_size
+    from trainers.model.models import create_model, native_image_size
 
     params = TrialParams(model=model_name, dataset="synthetic", micro_batch_per_worker=batch).resolve(gpu)
     with torch.device(device):

@@ -14,9 +14,9 @@ import time
 import torch
 
 from raysweep.core.command import ArgumentParser, run_command
-from trainers.batches import Batches, FolderLoading
-from trainers.datasets import load_dataset
-from trainers.pixel_copy import pixel_copy
+from trainers.data.batches import Batches, FolderLoading
+from trainers.data.datasets import load_dataset
+from trainers.data.pixel_copy import pixel_copy
 
 
 def measure_input_pipeline(
@@ -24,7 +24,7 @@ def measure_input_pipeline(
 ) -> dict[str, float | int | str]:
     """Training micro batches of ``folder`` on this host's first GPU (else the CPU) for about ``seconds``.
 
-    ``pixels``: read its pixel copy (``trainers.pixel_copy``; built first, with ``workers`` processes,
+    ``pixels``: read its pixel copy (``trainers.data.pixel_copy``; built first, with ``workers`` processes,
     where missing), which no decoder touches. The first batch is left out of the rate: it pays for
     starting the loader processes, which a trial pays once per epoch.  On CUDA the clock stops only
     after the device has finished the last batch.

@@ -39,9 +39,9 @@ from raysweep.bench.floor import cold_floor
 from raysweep.core.command import ArgumentParser, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.names import unknown_name
-from raysweep.runtime.compile_cache import compile_cache_env
-from raysweep.text_table import format_table
-from trainers.timing import synchronize
+from raysweep.results.text_table import format_table
+from raysweep.runtime.caches.compile_cache import compile_cache_env
+from trainers.measure.timing import synchronize
 
 
 def device() -> torch.device:
@@ -58,8 +58,8 @@ STACK = "stack"
 def plain_training_step(model_name: str, batch: int, variant: str = "eager") -> Callable[[], None]:
     """One hand-written training step of the model on synthetic inputs (bf16 autocast, fused AdamW and
     clipping on GPUs), compiled in ``variant``'s torch.compile mode unless eager; each call takes a step."""
-    from trainers.deepspeed_config import GRAD_CLIP_NORM
-    from trainers.models import create_model, native_image_size
+    from trainers.engines.deepspeed_config import GRAD_CLIP_NORM
+    from trainers.model.models import create_model, native_image_size
 
     dev = device()
     if dev.type == "cpu":
@@ -161,8 +161,8 @@ def write_cifar10(root: Path, num_train: int) -> Path:
 
 def input_pipeline_rate(data_dir: Path, batch: int, image_size: int, batches: int) -> float:
     """Samples/s of the data path alone: CIFAR files -> device -> normalise, flip, resize."""
-    from trainers.batches import Batches
-    from trainers.datasets import load_dataset
+    from trainers.data.batches import Batches
+    from trainers.data.datasets import load_dataset
 
     dev = device()
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
@@ -277,7 +277,7 @@ def utilisation(rows: list[dict], ceiling_tflops: float | None) -> dict:
     """Two figures per row, keyed by batch (``256c`` compiled), each None where its denominator is unknown.
 
     ``mfu`` is the trial's own ``mfu`` column (throughput x flops_per_sample / (num_workers x the device's
-    spec-sheet peak), ``trainers.flops``), the one definition every doc uses; ``matmul_ceiling_share``
+    spec-sheet peak), ``trainers.measure.flops``), the one definition every doc uses; ``matmul_ceiling_share``
     is the same achieved FLOP/s over the card's measured bf16 matmul ceiling instead of its spec peak.
     """
     keys = [str(r["batch"]) + ("c" if r["compile"] else "") for r in rows]
@@ -312,7 +312,7 @@ def utilisation_lines(figures: dict) -> list[str]:
 def stack_overrides(model: str, train_samples: int) -> dict:
     """What every full-stack sweep of the bench sets over ``batch_grid``: the model at the resolution the
     plain loop runs it at (batch_grid's own is the embedded default's 8 px)."""
-    from trainers.models import native_image_size
+    from trainers.model.models import native_image_size
 
     return {"model": model, "image_size": native_image_size(model), "train_samples": train_samples, "warmup_steps": 3}
 
@@ -409,10 +409,10 @@ def image_folder_figures(
 ) -> dict:
     """The folder's input pipeline alone per decoder, and a full-stack trial on it against synthetic data."""
     from raysweep.bench.input_pipeline import measure_input_pipeline
-    from trainers.imagefolder import index_imagefolder
-    from trainers.models import native_image_size
-    from trainers.pixel_copy import pixel_copy
-    from trainers.prepared import prepare_imagefolder
+    from trainers.data.imagefolder import index_imagefolder
+    from trainers.data.pixel_copy import pixel_copy
+    from trainers.data.prepared import prepare_imagefolder
+    from trainers.model.models import native_image_size
 
     gpu = torch.cuda.is_available()
     workers = args.loader_workers or (max(1, min(8, (os.cpu_count() or 2) - 2)) if gpu else 1)

@@ -453,7 +453,7 @@ class TrialParams:
 
     def validate_sequence_parallel(self) -> None:
         """What sequence parallelism runs with (engine=fsdp is refused above); the model's heads and tokens are
-        checked against its shape (``trainers.sequence_parallel_check``)."""
+        checked against its shape (``trainers.model.sequence_parallel_check``)."""
         if self.engine == "deepspeed" and self.zero_stage not in SP_ZERO_STAGES:
             raise UsageError(
                 f"sequence_parallel={self.sequence_parallel} supports zero_stage in {SP_ZERO_STAGES}, "

@@ -282,7 +282,7 @@ MAX_BATCH_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 MAX_BATCH = pa.schema([(name, arrow) for name, arrow, _ in MAX_BATCH_COLUMNS])
 
 # The link probe's table: a row per timed point (``row`` = point) and per fit (``row`` = fit) of a link class and
-# collective; analysis.link_model reads the fits and writes the fit rows from the points.
+# collective; analysis.prediction.link_model reads the fits and writes the fit rows from the points.
 LINKS_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("sweep", pa.string(), "the sweep's name (or the probe's)"),
     ("row", pa.string(), "point (one timed collective size) or fit (latency and bandwidth of a link class)"),

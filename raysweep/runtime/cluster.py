@@ -33,7 +33,7 @@ def start_local(
 ) -> None:
     """A fresh, private local Ray instance; first end one that a killed raysweep driver left behind.
     ``env_vars``: more environment for every process of the sweep
-    (``raysweep.runtime.bytecode_cache.bytecode_cache``'s)."""
+    (``raysweep.runtime.caches.bytecode_cache.bytecode_cache``'s)."""
     stop_orphaned_local_ray()
     private_local_ray()
     os.environ[OWNER_ENV] = owner_mark(os.getpid())

@@ -21,7 +21,7 @@ import sys
 CHATTER = (
     "Reporting training result",  # ray/train/v2/_internal/execution/context.py, per report, every rank
     "State API may be temporarily unavailable",  # ray/train/v2/.../controller/placement_group_cleaner.py
-    # torch.profiler's kineto, on every rank of a profiled window (trainers.comm_profile), straight to the
+    # torch.profiler's kineto, on every rank of a profiled window (trainers.measure.comm_profile), straight to the
     # process's stderr: its start/stop trace points, CUPTI's complaint that the profiler was set up on another
     # thread than the one it runs on, and on CPU workers its failed GPU count (CUDA error 35: no driver).
     # None of them touches the CPU events the window measures.

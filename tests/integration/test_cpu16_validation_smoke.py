@@ -10,7 +10,7 @@ import sys
 
 import pandas as pd
 
-from analysis.predict import validation_line
+from analysis.prediction.predict import validation_line
 from tests.integration.conftest import REPO, explain
 
 SCRIPT = "docs/results/cpu16-prediction/validate.py"

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from ray.cluster_utils import Cluster
 
-from analysis.link_model import links_from_table
+from analysis.prediction.link_model import links_from_table
 from tests.integration.conftest import explain, run_cli
 
 

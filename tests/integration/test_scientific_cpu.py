@@ -2,7 +2,7 @@
 8-channel uint16 arrays of mixed sizes, SP 2 with every block checkpointed on two ranks against SP 1 on one.
 
 SP 2 on 2 ranks is one data-parallel rank: the same samples and crops as SP 1 on one rank, and
-(trainers/sequence_parallel.py) the exact gradient although 65 tokens need padding and 3 heads split 2 and 1;
+(trainers/model/sequence_parallel.py) the exact gradient although 65 tokens need padding and 3 heads split 2 and 1;
 checkpointing changes no value. So the first epoch's loss is SP 1's.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from raysweep.space import load_space
+from raysweep.planning.space import load_space
 from tests.image_folders import make_array_folder
 from tests.integration.conftest import explain, run_cli, table
 

@@ -2,7 +2,7 @@
 against SP=1 on one rank at the same micro batch.
 
 SP=2 on 2 ranks is one data-parallel rank whose two ranks split each image's 64 patch tokens: the same
-samples, the same global batch and (trainers/sequence_parallel.py) the exact gradient, so the same steps as
+samples, the same global batch and (trainers/model/sequence_parallel.py) the exact gradient, so the same steps as
 SP=1 on one rank. SP=1 on 2 ranks would be data parallelism with twice the global batch: not comparable.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from raysweep.space import load_space
+from raysweep.planning.space import load_space
 from tests.integration.conftest import explain, run_cli, table
 
 SHRUNK = {

@@ -14,8 +14,8 @@ import torch.nn.functional as F
 
 from raysweep.core.params import TrialParams
 from tests.test_sequence_parallel import BATCH, free_port, tiny_batch, tiny_vit
-from trainers.deepspeed_config import build_deepspeed_config
-from trainers.sequence_parallel import apply_sequence_parallel, build_groups
+from trainers.engines.deepspeed_config import build_deepspeed_config
+from trainers.model.sequence_parallel import apply_sequence_parallel, build_groups
 
 LR = 0.5  # large enough that a wrong gradient scale moves the weights visibly
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from trainers.deepspeed_config import GRAD_CLIP_NORM
+from trainers.engines.deepspeed_config import GRAD_CLIP_NORM
 
 
 class Accumulation:

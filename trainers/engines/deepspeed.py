@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 
 from raysweep.core.params import TrialParams
-from trainers.deepspeed_config import GRAD_CLIP_NORM, build_deepspeed_config
 from trainers.engines.compiling import compile_options, compiles
 from trainers.engines.ddp import DTYPES
+from trainers.engines.deepspeed_config import GRAD_CLIP_NORM, build_deepspeed_config
 
 TAG = "engine"
 

@@ -31,7 +31,7 @@ import torch.nn.functional as F  # noqa: E402
 from raysweep.bench.floor import free_port  # noqa: E402
 from raysweep.core.params import TrialParams  # noqa: E402
 from trainers.engines import build_engine  # noqa: E402
-from trainers.models import create_model  # noqa: E402
+from trainers.model.models import create_model  # noqa: E402
 
 
 def window(engine, x, y, steps: int) -> float:

@@ -16,10 +16,10 @@ import time
 import torch
 from torch.utils.data import DataLoader
 
-from trainers.crops import CropRecipe
-from trainers.imagefolder import DecodedImages, EncodedImages, collate_encoded, index_imagefolder
-from trainers.pixel_copy import pixel_copy, read_batches
-from trainers.prepared import prepared_index
+from trainers.data.crops import CropRecipe
+from trainers.data.imagefolder import DecodedImages, EncodedImages, collate_encoded, index_imagefolder
+from trainers.data.pixel_copy import pixel_copy, read_batches
+from trainers.data.prepared import prepared_index
 
 
 def gathered(split, indices):

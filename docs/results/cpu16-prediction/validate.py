@@ -14,8 +14,9 @@ Each case: the link probe (``python -m raysweep.probe``'s API: all-reduce, the o
 2, 4 and 8 ranks from 1 KiB to 64 MiB), 1-rank trials at every micro batch a rank runs, then strong (global batch
 fixed) and weak (micro batch fixed) scaling at 2, 4 and 8 ranks, two seeds each, one trial at a time, every rank
 one CPU (8 ranks hold half the cores, leaving the rest to gloo's threads and Ray). The model
-(``analysis.predict.predict_from_trials``) is calibrated on the 1- and 2-rank trials only (``calibrate_on``): the
-compute from 1 rank, the wait per ring step (contention) from 2; 4 and 8 ranks are held out. It writes
+(``analysis.prediction.predict.predict_from_trials``) is calibrated on the 1- and 2-rank trials only
+(``calibrate_on``): the compute from 1 rank, the wait per ring step (contention) from 2; 4 and 8 ranks are held out.
+It writes
 ``OUT/summary.csv`` (a case's rows replace that case's earlier rows, so the two calls build one table): per case,
 scaling and N the terms, the predicted step, the measured median with its spread over the seeds, the error, whether
 N was held out, and beyond 15% the term further off (compute, or comm against the profiled ``comm_kernel_ms``);
@@ -37,8 +38,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 import raysweep
-from analysis.link_model import links_from_table
-from analysis.predict import predict_from_trials
+from analysis.prediction.link_model import links_from_table
+from analysis.prediction.predict import predict_from_trials
 from raysweep.core.store import ResultStore
 from raysweep.probe import ProbeOptions, fit_lines, links_path, probe
 from trainers.link_probe import ProbePlan

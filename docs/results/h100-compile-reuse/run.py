@@ -1,7 +1,7 @@
 """Does a later compiled trial of a worker group reuse the compile, and what does ``compile=auto`` choose?
 
 Three sweeps through the CLI, one trial at a time on one GPU, each a sweep of its own (so each starts with
-cold compiler caches, ``raysweep.runtime.compile_cache``):
+cold compiler caches, ``raysweep.runtime.caches.compile_cache``):
 
 * ``reuse``: ``compile=true``, three repeats of one shape (ViT-B/16, micro batch 128): the first trial compiles
   cold, the later two run in the same worker group (``worker_group``) after ``torch._dynamo.reset()``, so they
@@ -89,7 +89,7 @@ def compile_three_models(tiny: bool) -> None:
     ``trial_server.start_clean`` does, the on-disk caches warm; without the reset, Dynamo's own cache warm)."""
     import torch
 
-    from trainers.models import create_model
+    from trainers.model.models import create_model
 
     os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
     os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")

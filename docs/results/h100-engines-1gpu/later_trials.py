@@ -15,7 +15,7 @@ ZeRO 0-3, FSDP2, Accelerate, then ZeRO-0 and FSDP2 again) runs three ways, each 
 
 Each trial builds its model and engine as ``train_trial`` does (``trainers.engines.build_engine``) in a
 one-rank NCCL group, takes ``--warmup`` steps, then times ``--steps`` steps. Prints one row per trial:
-throughput, its peak memory (``trainers.hardware.peak_memory_gib``, after the reset at its start), the
+throughput, its peak memory (``trainers.measure.hardware.peak_memory_gib``, after the reset at its start), the
 memory its tensors still hold after its teardown, and whether ``torch.nn.functional.linear`` was
 DeepSpeed's when it started. With ``$OUT`` set the rows are also written to ``$OUT/later_trials.jsonl``.
 DDP is left out: its engine needs Ray Train's context.
@@ -57,7 +57,7 @@ def allocated_gib(device) -> float:
     """Memory the process's tensors hold: the allocator's count on a GPU, the live tensors' storages on a CPU."""
     import torch
 
-    from trainers.hardware import live_tensor_bytes
+    from trainers.measure.hardware import live_tensor_bytes
 
     return (torch.cuda.memory_allocated(device) if device.type == "cuda" else live_tensor_bytes()) / GIB
 
@@ -74,8 +74,8 @@ def run_trials(scenario: str, indices: list[int], args: argparse.Namespace) -> N
     from raysweep.bench.floor import free_port
     from raysweep.core.params import TrialParams
     from trainers.engines import build_engine
-    from trainers.hardware import peak_memory_gib
-    from trainers.models import create_model
+    from trainers.measure.hardware import peak_memory_gib
+    from trainers.model.models import create_model
     from trainers.numerics import set_math_modes
     from trainers.process_state import ProcessState
     from trainers.trial_server import start_clean

@@ -68,7 +68,7 @@ def main() -> None:
     from raysweep.params import TrialParams
 
     from trainers.engines import build_engine
-    from trainers.models import create_model
+    from trainers.model.models import create_model
 
     params = TrialParams(
         model="vit_base_patch16_224", dataset="synthetic", micro_batch_per_worker=args.batch, precision="bf16"
@@ -86,7 +86,7 @@ def main() -> None:
 
     engine = profiled(args.profile, "engine build", build)
     mark("engine")
-    from trainers.energy import energy_window
+    from trainers.measure.energy import energy_window
 
     energy_window(device)
     mark("energy window (NVML)")

@@ -4,9 +4,9 @@ image side that trains, with and without activation checkpointing, and throughpu
 
     . .whl/install.sh && python docs/results/h100-sp-resolution/run.py --out "$OUT"
 
-The side is searched as ``--find-max-batch`` searches the micro batch (``raysweep.max_batch.BatchSearch``:
+The side is searched as ``--find-max-batch`` searches the micro batch (``raysweep.planning.max_batch.BatchSearch``:
 doubling from 1024 px, then bisection to ``--resolution`` px), in patches per side.  Each probe builds the
-model at that side (``trainers.models.create_model``; ``trainers.activation_checkpointing`` for every
+model at that side (``trainers.model.models.create_model``; ``trainers.model.activation_checkpointing`` for every
 block), and trains: bf16 autocast over fp32 weights with fused AdamW (the deepspeed engine's default
 bf16 path), synthetic inputs, fused attention (no mask).  Sides up to 4096 px take ``WARMUP`` + ``TIMED``
 steps (the figures); larger ones one timed step after the optimizer's state is made (its peak includes that
@@ -34,9 +34,9 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from raysweep.core.status import TrialStatus  # noqa: E402
-from raysweep.max_batch import BatchSearch, ProbeOutcome, SearchLimits  # noqa: E402
-from trainers.activation_checkpointing import apply_activation_checkpointing  # noqa: E402
-from trainers.models import create_model  # noqa: E402
+from raysweep.planning.max_batch import BatchSearch, ProbeOutcome, SearchLimits  # noqa: E402
+from trainers.model.activation_checkpointing import apply_activation_checkpointing  # noqa: E402
+from trainers.model.models import create_model  # noqa: E402
 
 MODEL = "vit_base_patch16_224"
 PATCH = 16

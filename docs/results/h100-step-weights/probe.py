@@ -35,8 +35,8 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from raysweep.bench.stack import plain_training_step  # noqa: E402
-from trainers.deepspeed_config import GRAD_CLIP_NORM  # noqa: E402
-from trainers.models import create_model, native_image_size  # noqa: E402
+from trainers.engines.deepspeed_config import GRAD_CLIP_NORM  # noqa: E402
+from trainers.model.models import create_model, native_image_size  # noqa: E402
 
 VARIANTS = ("autocast", "bf16-master", "bf16")
 

@@ -6,7 +6,7 @@ The two bench.json have left the tree; git history keeps them, so a rerun reads 
 ``git archive d39067f docs/results/h200-bench | tar -x -C /tmp/x``, then this script from there.
 
 These runs predate the bench's ``utilisation`` block, so each row's ``flops_per_sample`` and ``peak_flops``
-are what a trial of the run's model would have put in its own columns (``trainers.flops``: the analytic
+are what a trial of the run's model would have put in its own columns (``trainers.measure.flops``: the analytic
 count of the model as a trial builds it, synthetic data's 10 classes; the device's bf16 spec peak), and
 ``mfu`` is the trials' formula over them. A run of today's bench carries them and they are taken as they are.
 """
@@ -28,8 +28,8 @@ PIPELINE = ("pipeline_img_s", "cifar_img_s", "cifar_over_synthetic", "data_wait_
 
 
 def trial_compute_rate(model_name: str, device: str) -> tuple[float, float]:
-    from trainers.flops import peak_flops, training_flops_per_sample
-    from trainers.models import create_model
+    from trainers.measure.flops import peak_flops, training_flops_per_sample
+    from trainers.model.models import create_model
 
     return training_flops_per_sample(create_model(model_name, num_classes=10)), peak_flops(device, "bf16")
 

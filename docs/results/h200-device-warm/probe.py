@@ -62,7 +62,7 @@ def one_run(mode: str, batch: int, profile: bool) -> dict:
     from raysweep.params import TrialParams
 
     from trainers.engines import build_engine
-    from trainers.models import create_model
+    from trainers.model.models import create_model
 
     params = TrialParams(
         model="vit_base_patch16_224", dataset="synthetic", micro_batch_per_worker=batch, precision="bf16"

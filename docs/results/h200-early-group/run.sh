@@ -6,7 +6,7 @@
 # or after it (OVERLAP=1: init_overlap.py), when each sweep's processes started (TIMELINE=1: timeline.py),
 # where the wall time between trials goes (GAPS=1: gaps.py). Each sweep's launch is the shell's clock
 # before `python -m raysweep.tune` starts; "from launch" figures run from it to the last trial's end.
-# Each sweep's row of table.txt (with its first trial's setup phases, trainers.meter) and of gaps.txt is
+# Each sweep's row of table.txt (with its first trial's setup phases, trainers.measure.meter) and of gaps.txt is
 # written as soon as it ends, so a call cut short keeps the sweeps it finished; the sweeps' logs and launch
 # times go to $LOGS ($OUT by default; LOGS=/tmp/logs keeps $OUT to the device's eight files: they are
 # packed into $OUT/logs.tgz).

@@ -21,10 +21,10 @@ import time
 import torch
 from torch.utils.data import DataLoader
 
-from trainers.batches import to_model_input
-from trainers.crops import CropRecipe, crop_images
-from trainers.imagefolder import index_imagefolder
-from trainers.pixel_copy import pixel_copy, read_batches
+from trainers.data.batches import to_model_input
+from trainers.data.crops import CropRecipe, crop_images
+from trainers.data.imagefolder import index_imagefolder
+from trainers.data.pixel_copy import pixel_copy, read_batches
 
 
 def gathered(split, indices):

@@ -5,9 +5,9 @@ T0=$(date +%s)
 python3 .whl/mkjpeg.py /tmp/jpeg 50000 2>&1 | tail -1
 timeout 200 python -c "
 import time
-from trainers.imagefolder import index_imagefolder
-from trainers.pixel_copy import pixel_copy
-from trainers.prepared import prepare_imagefolder
+from trainers.data.imagefolder import index_imagefolder
+from trainers.data.pixel_copy import pixel_copy
+from trainers.data.prepared import prepare_imagefolder
 t = time.perf_counter(); pixel_copy('/tmp/jpeg', index_imagefolder('/tmp/jpeg'), 224, 3, 15); print('pixel copy built in', round(time.perf_counter() - t, 1), 's')
 t = time.perf_counter(); prepare_imagefolder('/tmp/jpeg', workers=15); print('JPEG copy built in', round(time.perf_counter() - t, 1), 's')
 " 2>&1 | grep -v Warn | tail -2

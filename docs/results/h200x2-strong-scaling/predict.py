@@ -6,8 +6,8 @@
 Inputs, all committed here: ``summary.csv``'s ``trials`` rows (each trial's ranks, micro batch, throughput, from
 the sweep's trial table; a trial without a throughput did not complete) and ``sweep.json`` (every trial's
 parameters); the gradients' element count is the model's (timm, built on the CPU, no weights); the link is the named
-NVLink 4 (H200s of one host; ``analysis.link_model.NAMED_LINKS``). The step time of a trial is its global batch over
-its throughput. No overlap measured in these tables: the bounds none and full are both given.
+NVLink 4 (H200s of one host; ``analysis.prediction.link_model.NAMED_LINKS``). The step time of a trial is its
+global batch over its throughput. No overlap measured in these tables: the bounds none and full are both given.
 Writes ``summary-prediction.csv`` beside this script and prints it.
 """
 
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.link_model import named_link
-from analysis.predict import predict_from_trials
-from trainers.models import create_model
+from analysis.prediction.link_model import named_link
+from analysis.prediction.predict import predict_from_trials
+from trainers.model.models import create_model
 
 HERE = Path(__file__).resolve().parent
 

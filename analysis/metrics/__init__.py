@@ -1,0 +1,1 @@
+"""Every metric of one sweep: scaling, batch size, communication, stragglers and accuracy."""

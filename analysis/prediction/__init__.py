@@ -1,0 +1,1 @@
+"""Predicted scaling: link costs, the step-time model and ``predict_scaling``."""

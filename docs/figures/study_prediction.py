@@ -1,9 +1,9 @@
 """The study's question answered by the step-time model (docs/prediction.md), from
 ``docs/results/study-prediction/inputs.json``: ViT-B/16 on nodes of one T4-class GPU each over Ethernet, at the
-paper's global batches (strong scaling). The per-rank compute from the model's training FLOPs a sample (counted by
-``trainers.measure.flops`` on the timm model the inputs name), the peak and the assumed MFU; the fp32 gradient all-reduce on
-the named Ethernet links (``analysis.prediction.link_model``); the overlap at its bounds, none and full. Each efficiency carries
-the range the validation's worst error gives (``cpu16_prediction.validation``): the multi-node step time scaled by
+paper's global batches (strong scaling). The per-rank compute from the model's training FLOPs a sample
+(counted by ``trainers.measure.flops`` on the timm model the inputs name), the peak and the assumed MFU; the
+fp32 gradient all-reduce on the named Ethernet links (``analysis.prediction.link_model``); the overlap at its
+bounds, none and full. Each efficiency carries the range the validation's worst error gives (``cpu16_prediction.validation``): the multi-node step time scaled by
 1 +/- that error, the 1-node step the reference."""
 
 from __future__ import annotations
@@ -136,8 +136,8 @@ def study_prediction_inputs() -> str:
     body = table(["input", "value", "source"], rows, "lll")
     return (
         f"{body}\n\nEthernet: line rate per direction, {TCP_HOP_S * 1e6:.0f} us per ring step (TCP, an assumption: "
-        "`analysis.prediction.link_model.TCP_HOP_S`);\nline rate is an upper bound on what TCP delivers, so the communication "
-        "here is a lower bound."
+        "`analysis.prediction.link_model.TCP_HOP_S`);\nline rate is an upper bound on what TCP delivers, so the "
+        "communication here is a lower bound."
     )
 
 

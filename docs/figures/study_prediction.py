@@ -3,8 +3,9 @@
 paper's global batches (strong scaling). The per-rank compute from the model's training FLOPs a sample
 (counted by ``trainers.measure.flops`` on the timm model the inputs name), the peak and the assumed MFU; the
 fp32 gradient all-reduce on the named Ethernet links (``analysis.prediction.link_model``); the overlap at its
-bounds, none and full. Each efficiency carries the range the validation's worst error gives (``cpu16_prediction.validation``): the multi-node step time scaled by
-1 +/- that error, the 1-node step the reference."""
+bounds, none and full. Each efficiency carries the range the validation's worst error gives
+(``cpu16_prediction.validation``): the multi-node step time scaled by 1 +/- that error, the 1-node step the
+reference."""
 
 from __future__ import annotations
 

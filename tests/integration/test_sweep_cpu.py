@@ -8,8 +8,9 @@ from raysweep.core.schema import TRIALS
 from tests.integration.conftest import explain, run_cli, table
 
 # Columns a completed trial must fill (the probe is 0, not null, for one worker). CPUs have no known
-# peak FLOP/s (so no mfu) and no energy counter.
-REQUIRED = [c for c in TRIALS.names if c not in ("error", "peak_flops", "mfu", "joules_per_sample")]
+# peak FLOP/s (so no mfu) and no energy counter; skipped_files counts only with skip_bad_files.
+NULLABLE = ("error", "peak_flops", "mfu", "joules_per_sample", "skipped_files")
+REQUIRED = [c for c in TRIALS.names if c not in NULLABLE]
 
 
 # One rank has no collectives, so no profiled window (trainers/epoch_plan.py): no comm figures.

@@ -20,6 +20,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from raysweep.core.schema import TABLES
 from raysweep.query import connect, run_query
 from tests.integration.conftest import REPO, explain, run_cli
 from tests.integration.test_watching import read_scalars
@@ -123,7 +124,14 @@ def test_the_tensorboard_tags_the_readme_names_are_the_ones_written(sweep):
     runs = sorted((Path(sweep["path"]) / "tensorboard").iterdir())
     assert len(runs) == 2
     written = set().union(*(read_scalars(run) for run in runs))
-    assert written == expected, (sorted(written - expected), sorted(expected - written))
+    per_rank = {tag for tag in written if "/" in tag}
+    assert per_rank == expected, (sorted(per_rank - expected), sorted(expected - per_rank))
+    # every other scalar is named as a column of the tables, and so is every name the paragraph gives one
+    columns = set(TABLES["epochs"].names) | set(TABLES["trials"].names)
+    assert written - per_rank <= columns, sorted(written - per_rank - columns)
+    named_plain = set(re.findall(r"`([a-z_]+)`", paragraph)) - set(TABLES)
+    assert named_plain <= columns, sorted(named_plain - columns)
+    assert {"train_loss", "val_accuracy", "throughput", "peak_mem_gib", "setup_s"} <= written
 
 
 @pytest.mark.parametrize(

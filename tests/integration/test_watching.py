@@ -226,7 +226,7 @@ def test_progress_log_is_plain_and_tensorboard_has_every_epoch(sweep):
     out = sweep.output
     assert "\x1b" not in out and "\r" not in out  # a plain log: no colour codes, no redrawn lines
     assert re.search(rf"^\[{NAME} \S+\] sweep finished \| 2/2 done \(2 completed, 0 failed\)", out, re.M), out[-3000:]
-    assert f"TensorBoard: tensorboard --logdir {sweep.root}" in out
+    assert f"tensorboard --logdir {sweep.root / 'tensorboard'}" in out  # as printed (outside the cwd: absolute)
 
     epochs = table(sweep.root, "epochs").to_pylist()
     trials = {r["trial_id"]: r for r in table(sweep.root, "trials").to_pylist()}

@@ -73,7 +73,8 @@ def test_an_adaptive_sweep_killed_with_sigkill_resumes_without_rerunning_a_finis
     continues Tune's searcher (each batch size's study keeps its budget of 3) and the ASHA schedulers (their
     rungs still hold the trials from before the kill)."""
     name, sweep = "killed", tmp_path / "killed"
-    args = ["--space", "tuned_batch", "--repeats", "1", "--num-samples", "3", "--epochs", "3"]
+    fixed_epochs = ["--set", "max_steps_per_epoch=[0]"]  # the space's fixed-epochs arm: its five grids
+    args = ["--space", "tuned_batch", *fixed_epochs, "--repeats", "1", "--num-samples", "3", "--epochs", "3"]
     run = Run(tmp_path, *args, "--results-dir", str(tmp_path), "--name", name, "--no-report", "--no-dashboard")
     deadline = time.time() + 600
     while len(list((sweep / "trials").glob("*.parquet"))) < 4:

@@ -13,7 +13,6 @@ running start from the ``CheckedSweep`` it returns.
 from __future__ import annotations
 
 import collections
-import difflib
 import functools
 import html
 import shutil
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from raysweep.core.errors import UsageError
+from raysweep.core.names import closest
 from raysweep.core.params import TrialParams
 from raysweep.core.paths import shell_path, user_path
 from raysweep.core.ranking import BestTrial, best_trial, chosen_ranking, ranked, searched_of
@@ -105,8 +105,8 @@ class SweepResult:
         ``max_batch`` (the columns are README.md's Results schema)."""
         tables = ("trials", "epochs", "ranks", "max_batch")
         if table not in tables:
-            closest = difflib.get_close_matches(str(table), tables, n=1)
-            hint = f" (did you mean {closest[0]!r}?)" if closest else ""
+            close = closest(table, tables)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise UsageError(f"to_pandas: unknown table {table!r}; choose from {', '.join(tables)}{hint}")
         return getattr(self, table).to_pandas()
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass
 
 from raysweep.core.errors import UsageError
+from raysweep.core.names import did_you_mean
 from raysweep.planning.max_batch import SearchLimits
 from raysweep.progress import PROGRESS_STYLES
 from raysweep.watch.trackers import check_trackers
@@ -49,7 +49,6 @@ class SweepOptions:
                 "127.0.0.1"
             )
         if self.progress not in PROGRESS_STYLES:
-            close = difflib.get_close_matches(str(self.progress), PROGRESS_STYLES, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(self.progress, PROGRESS_STYLES)
             raise UsageError(f"--progress must be one of {', '.join(PROGRESS_STYLES)}, got {self.progress!r}{hint}")
         check_trackers(list(self.log_to))

@@ -9,13 +9,13 @@ no candidates. Of equal values the smaller ``trial_id`` wins, so every reader of
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from raysweep.core.errors import UsageError
+from raysweep.core.names import did_you_mean
 from raysweep.core.params import TrialParams
 from raysweep.core.status import is_completed
 
@@ -77,8 +77,7 @@ def chosen_ranking(
         raise UsageError(f"best: mode must be min or max, got {chosen.mode!r}")
     names = list(columns)
     if chosen.column not in names:
-        close = difflib.get_close_matches(chosen.column, names, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(chosen.column, names)
         raise UsageError(f"best: metric {chosen.metric!r} is not a column of the trials table{hint}")
     return chosen
 

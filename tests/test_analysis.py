@@ -18,7 +18,7 @@ from analysis.comparison import matching_ratios
 from analysis.metrics.batch import knee_index
 from analysis.metrics.compute import compute
 from analysis.report.findings import headlines
-from analysis.report.report import configuration_labels
+from analysis.report.report import configuration_labels, most_at_once
 from analysis.rows.groups import BATCH, STRONG, find_groups
 from analysis.rows.load import load_sweep
 from raysweep.core.store import ResultStore
@@ -928,17 +928,31 @@ def test_energy_max_batch_economy_and_sequence_parallel_are_reported_when_presen
     assert "| mfu |" in text or "mfu" in text.split("## Trials")[1]
 
 
-def test_the_duty_cycle_on_cpus_states_the_ceiling_of_one_trial_at_a_time(tmp_path):
-    # 1-rank trials of 1 CPU (the default cpus_per_worker) on a 2-CPU machine hold half of it: 1 x 1 / 2
+def test_the_duty_cycle_on_cpus_states_the_ceiling_of_the_trials_that_ran_at_once(tmp_path):
+    # 1-rank trials of 1 CPU (the default cpus_per_worker), one at a time, on a 2-CPU machine hold half of it:
+    # 1 x 1 x 1 / 2
     sweep = batch_sweep(tmp_path)
     economy = {"wall_s": 100.0, "duty_cycle": 0.4, "devices": 2}
     (sweep / "sweep.json").write_text(json.dumps({"economy": economy}), encoding="utf-8")
     text = analyze(sweep).read_text(encoding="utf-8")
     assert (
         "Duty cycle 40%: timed rank-seconds over the sweep's wall time (100 s) × 2 device(s); on this CPU-only "
-        "cluster a trial holds ranks × CPUs per rank of the CPUs (1 × 1 of 2), so trials run one at a time reach "
-        "at most 50%." in text
+        "cluster a trial holds ranks × CPUs per rank of the CPUs (1 × 1 of 2) and at most 1 ran at once, so it can "
+        "reach at most 50%." in text
     )
+
+
+def test_most_at_once_counts_overlapping_trials_and_not_ones_that_merely_touch():
+    times = pd.DataFrame(
+        {
+            "started_at": ["2026-01-01T00:00:00", "2026-01-01T00:00:05", "2026-01-01T00:00:06", "2026-01-01T00:00:10"],
+            "finished_at": ["2026-01-01T00:00:10", "2026-01-01T00:00:08", "2026-01-01T00:00:12", "2026-01-01T00:00:11"],
+        }
+    )
+    # 0-10, 5-8 and 6-12 overlap at 6-8 (three at once); 10-11 starts as the first ends
+    assert most_at_once(times) == 3
+    assert most_at_once(times.iloc[[0, 3]]) == 1
+    assert most_at_once(pd.DataFrame({"num_workers": [1]})) == 1
 
 
 def test_searched_configurations_are_labelled_by_what_differs_or_by_their_identity():

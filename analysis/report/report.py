@@ -417,16 +417,34 @@ def sequence_parallel_section(analysis: SweepAnalysis) -> list[Block]:
     ]
 
 
-def cpu_duty_ceiling(trials: pd.DataFrame, devices: float | None) -> tuple[float, int, float] | None:
-    """The duty cycle one trial at a time can reach on a CPU-only cluster, ranks x CPUs per rank / CPUs, for the
-    trial holding the most CPUs (with its ranks and CPUs per rank); None where a trial ran on GPUs."""
+def cpu_duty_ceiling(trials: pd.DataFrame, devices: float | None) -> tuple[float, int, float, int] | None:
+    """The duty cycle a CPU-only sweep can reach, most trials at once x ranks x CPUs per rank / CPUs (at most 1),
+    for the trial holding the most CPUs, with its ranks, CPUs per rank and that most-at-once; None where a trial
+    ran on GPUs."""
     if not devices or trials.empty or "device" not in trials or (trials["device"] != "cpu").any():
         return None
     held = [
         (int(row["num_workers"]), float(trial_params(row).get("cpus_per_worker", 1.0))) for _, row in trials.iterrows()
     ]
     ranks, cpus = max(held, key=lambda h: h[0] * h[1])
-    return min(1.0, ranks * cpus / devices), ranks, cpus
+    at_once = most_at_once(trials)
+    return min(1.0, at_once * ranks * cpus / devices), ranks, cpus, at_once
+
+
+def most_at_once(trials: pd.DataFrame) -> int:
+    """The most trials that ran at the same moment (from started_at and finished_at; 1 where those are missing)."""
+    if not {"started_at", "finished_at"} <= set(trials.columns):
+        return 1
+    spans = trials[["started_at", "finished_at"]].dropna()
+    # an end sorts before a start at the same instant: trials that merely touch did not overlap
+    events = sorted(
+        [(t, 1) for t in pd.to_datetime(spans["started_at"])] + [(t, -1) for t in pd.to_datetime(spans["finished_at"])]
+    )
+    running = most = 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    return max(most, 1)
 
 
 def economy_section(analysis: SweepAnalysis) -> list[Block]:
@@ -443,10 +461,10 @@ def economy_section(analysis: SweepAnalysis) -> list[Block]:
         text += f"; {from_launch:.0%} from the sweep's launch ({economy['launch_wall_s']:.4g} s)"
     ceiling = cpu_duty_ceiling(analysis.data.trials, economy.get("devices"))
     if ceiling is not None:
-        share, ranks, cpus = ceiling
+        share, ranks, cpus, at_once = ceiling
         text += (
             f"; on this CPU-only cluster a trial holds ranks × CPUs per rank of the CPUs ({ranks} × {cpus:g} of "
-            f"{economy['devices']:g}), so trials run one at a time reach at most {share:.0%}"
+            f"{economy['devices']:g}) and at most {at_once} ran at once, so it can reach at most {share:.0%}"
         )
     if setup is not None:
         text += f"; median trial setup {setup:.3g} s"

@@ -47,7 +47,7 @@ def test_a_two_dimensional_array_is_one_channel_and_a_small_last_axis_is_channel
     "values, message",
     [
         (np.zeros((3, 8, 8), np.int64), "dtype int64 is not one of uint8, uint16, float16, float32"),
-        (np.zeros((100, 8, 100), np.uint8), "100 channels on its smaller end axis (1 to 64)"),
+        (np.zeros((200, 8, 200), np.uint8), "200 channels on its smaller end axis (1 to 128)"),
         (np.zeros((2, 3, 8, 8), np.uint8), "is not (C, H, W), (H, W, C) or (H, W)"),
         (None, "cannot read it"),
     ],
@@ -142,6 +142,27 @@ def test_the_generator_cli_writes_the_folder(tmp_path, capsys):
     index = index_arrays(str(tmp_path))
     assert (index.train.channels, index.train.dtype, len(index.train)) == (3, "float32", 4)
     assert "wrote 12 arrays" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "preset, channels, shape", [("fastmri", 30, (640, 368)), ("climate", 91, (128, 256))], ids=["fastmri", "climate"]
+)
+def test_a_preset_writes_arrays_of_the_real_sets_shape_and_a_given_flag_overrides_it(tmp_path, preset, channels, shape):
+    argv = [str(tmp_path), "--preset", preset, "--classes", "2", "--per-class", "1", "--val-per-class", "1"]
+    assert make_arrays_main(argv) == 0
+    index = index_arrays(str(tmp_path))
+    assert (index.train.channels, index.train.dtype, len(index.train)) == (channels, "float32", 2)
+    header = read_header(str(next((tmp_path / "train" / "class0").iterdir())))
+    assert (header.channels, header.height, header.width) == (channels, *shape)
+    # the spatial sides stay above the channel count, which the reader tells the channel axis by
+    assert make_arrays_main([str(tmp_path / "small"), *argv[1:], "--height", "120", "--width", "100"]) == 0
+    header = read_header(str(next((tmp_path / "small" / "val" / "class0").iterdir())))
+    assert (header.channels, header.height, header.width) == (channels, 120, 100)
+
+
+def test_the_generator_cli_refuses_a_height_without_a_width(tmp_path, capsys):
+    assert make_arrays_main([str(tmp_path), "--height", "32"]) == 2
+    assert "--height and --width go together" in capsys.readouterr().err
 
 
 def test_the_planner_refuses_mismatched_channels_before_any_trial(tmp_path):

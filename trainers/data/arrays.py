@@ -29,7 +29,8 @@ from trainers.data.node_cache import build_once, cache_root, map_in_processes, s
 
 ARRAY_SUFFIXES = (".npy", ".npz", ".tif", ".tiff")
 DTYPES = ("uint8", "uint16", "float16", "float32")
-MAX_CHANNELS = 64
+# channels up to a climate state's 91 variables and beyond; the channel axis is told from the spatial ones by size
+MAX_CHANNELS = 128
 STATS_FILE = "channel_stats.json"
 TORCH_DTYPES = {"uint8": torch.uint8, "uint16": torch.uint16, "float16": torch.float16, "float32": torch.float32}
 

@@ -102,7 +102,7 @@ class SweepResult:
 
     def to_pandas(self, table: str = "trials") -> pd.DataFrame:
         """One of the sweep's tables as a pandas DataFrame: ``trials`` (the default), ``epochs``, ``ranks`` or
-        ``max_batch`` (the columns are README.md's Results schema)."""
+        ``max_batch`` (the columns are docs/results.md's Schema)."""
         tables = ("trials", "epochs", "ranks", "max_batch")
         if table not in tables:
             close = closest(table, tables)

@@ -27,9 +27,9 @@ def results(tmp_path):
 # ---- help and listings ------------------------------------------------------------------------
 
 
-def readme_options() -> set[str]:
-    """Every ``--flag`` named in the first column of the README's option table."""
-    lines = (REPO / "README.md").read_text().splitlines()
+def documented_options() -> set[str]:
+    """Every ``--flag`` named in the first column of the option table in docs/running.md."""
+    lines = (REPO / "docs" / "running.md").read_text().splitlines()
     start = lines.index("| option | meaning |")
     flags = set()
     for line in lines[start + 2 :]:
@@ -43,14 +43,14 @@ def help_options(out: str) -> set[str]:
     return set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", out)) - {"--help"}
 
 
-def test_help_lists_exactly_the_options_of_the_readme_table(capsys):
+def test_help_lists_exactly_the_options_of_the_documented_table(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--help"])
     assert e.value.code == 0
-    documented, offered = readme_options(), help_options(capsys.readouterr().out)
-    assert documented, "the README's option table was not found"
-    assert offered - documented == set(), "in --help but not in the README's option table"
-    assert documented - offered == set(), "in the README's option table but not in --help"
+    documented, offered = documented_options(), help_options(capsys.readouterr().out)
+    assert documented, "docs/running.md's option table was not found"
+    assert offered - documented == set(), "in --help but not in docs/running.md's option table"
+    assert documented - offered == set(), "in docs/running.md's option table but not in --help"
 
 
 def test_list_spaces_lists_every_bundled_space(capsys, results):

@@ -13,7 +13,7 @@ from tests.cli_helpers import no_sweep_starts, table_rows  # noqa: F401
 from tests.cli_helpers import run_main as dry_run
 
 SPACES = sorted(p.stem for p in SPACES_DIR.glob("*.yaml"))
-README = Path(__file__).resolve().parents[1] / "README.md"
+SPACES_DOC = Path(__file__).resolve().parents[1] / "docs" / "spaces.md"
 PAPER_SCALE = ("--dry-run", "--assume-gpus", "8", "--model", "vit_base_patch16_224", "--dataset", "synthetic")
 # Sequence parallelism needs the class-token-free, average-pooled ViT-B/16 the space names itself.
 SPACE_MODEL = {"seq_parallel": "vit_base_patch16_avg_224"}
@@ -59,11 +59,11 @@ def test_repeats_carry_their_index_and_seed_into_the_trial_table(capsys):
     assert [r["repeat"] for r in rows] == ["0"] * 4 + ["1"] * 4  # round by round
 
 
-def test_every_bundled_space_is_expected_here_and_in_the_readme():
+def test_every_bundled_space_is_expected_here_and_in_the_guide():
     assert sorted(PLANNED_ON_8_GPUS) == SPACES
-    readme = README.read_text(encoding="utf-8")
+    guide = SPACES_DOC.read_text(encoding="utf-8")
     for name in SPACES:
-        assert f"| `{name}` |" in readme, f"README's spaces table has no row for {name}"
+        assert f"| `{name}` |" in guide, f"docs/spaces.md's spaces table has no row for {name}"
 
 
 @pytest.mark.parametrize("name", [s for s in SPACES if s not in ADAPTIVE])

@@ -193,7 +193,7 @@ KEYS = [pa.field("sweep", pa.string()), pa.field("trial_id", pa.string())]
 
 def list_of(item: pa.DataType) -> pa.DataType:
     """A list type whose items are named "element", as Parquet names them (Arrow's default is "item"), so the
-    type read back from a file prints as the schema, and the README generated from it, print it."""
+    type read back from a file prints as the schema, and docs/results.md, generated from it, print it."""
     return pa.list_(pa.field("element", item))
 
 
@@ -325,7 +325,7 @@ def column_docs(table: str) -> dict[str, str]:
 
 
 def schema_markdown(table: str) -> str:
-    """The README's table of ``table``'s columns: name, Arrow type, meaning (trial parameters in one row)."""
+    """The table in docs/results.md of ``table``'s columns: name, Arrow type, meaning (trial parameters in one row)."""
     params = {f.name for f in dataclasses.fields(TrialParams)}
     docs = column_docs(table)
     lines = ["| column | type | meaning |", "|---|---|---|"]

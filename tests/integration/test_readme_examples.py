@@ -1,9 +1,10 @@
-"""The README's examples run as printed against one real sweep: its Python API example makes the sweep (2 trials
-of 2 CPU ranks), then its DuckDB and ``raysweep.query`` queries, its ``raysweep.query`` command line, its
-``--dry-run`` command lines and the TensorBoard tags it names are checked against what that sweep wrote.
+"""The examples of the README and the user guide (docs/*.md) run as printed against one real sweep: the Python API
+example makes the sweep (2 trials of 2 CPU ranks), then the DuckDB and ``raysweep.query`` queries, the
+``raysweep.query`` command line, every ``--dry-run`` command line and the TensorBoard tags the guide names are
+checked against what that sweep wrote.
 
-Each example is read from the README at test time (the block after ``<!-- example:NAME -->``), so the test and
-the README cannot diverge: an example that stops working fails here.
+Each example is read at test time from the page that holds it (the block after ``<!-- example:NAME -->``), so the
+test and the docs cannot diverge: an example that stops working fails here.
 """
 
 from __future__ import annotations
@@ -25,16 +26,26 @@ from raysweep.query import connect, run_query
 from tests.integration.conftest import REPO, explain, run_cli
 from tests.integration.test_watching import read_scalars
 
-README = (REPO / "README.md").read_text()
-# the sweep name the README's command line shows, a placeholder for the sweep this test made
+# the pages that hold examples: the README and the user guide
+PAGES = {
+    page.relative_to(REPO).as_posix(): page.read_text()
+    for page in [REPO / "README.md", *sorted(REPO.glob("docs/*.md"))]
+}
+# the sweep name the query command line shows, a placeholder for the sweep this test made
 PLACEHOLDER_SWEEP = "batch_grid-20261202-170000"
 
 
+def page_with(text: str) -> str:
+    """The one page's text that holds ``text``."""
+    holders = [name for name, page in PAGES.items() if text in page]
+    assert len(holders) == 1 and PAGES[holders[0]].count(text) == 1, f"no single {text!r} in {', '.join(PAGES)}"
+    return PAGES[holders[0]]
+
+
 def example(name: str) -> str:
-    """The fenced (```lang ... ```) or indented block that follows ``<!-- example:NAME -->`` in the README."""
+    """The fenced (```lang ... ```) or indented block that follows ``<!-- example:NAME -->`` on its page."""
     marker = f"<!-- example:{name} -->\n"
-    assert README.count(marker) == 1, f"the README has no single {marker!r}"
-    after = README.split(marker, 1)[1]
+    after = page_with(marker).split(marker, 1)[1]
     if after.startswith("```"):
         return after.split("\n", 1)[1].split("\n```", 1)[0]
     lines = []
@@ -63,7 +74,7 @@ def environment() -> dict:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> dict:
-    """The README's Python API example, run as printed in a fresh directory (it writes ./raysweep-results)."""
+    """The Python API example, run as printed in a fresh directory (it writes ./raysweep-results)."""
     work = tmp_path_factory.mktemp("readme")
     script = example("python-api") + (
         "\nimport json\n"
@@ -89,7 +100,7 @@ def test_the_python_api_example_runs_its_sweep_and_loads_it_back(sweep):
 
 
 def test_the_duckdb_queries_run_on_the_sweeps_files(sweep, monkeypatch):
-    monkeypatch.chdir(sweep["work"])  # the README's paths are relative to where the sweep ran
+    monkeypatch.chdir(sweep["work"])  # the example's paths are relative to where the sweep ran
     by_batch, per_epoch = (duckdb.sql(sql).fetchall() for sql in statements(example("duckdb")))
     assert [(row[1], row[2]) for row in by_batch] == [(32, 2), (64, 2)] and all(row[3] > 0 for row in by_batch)
     assert len(per_epoch) == 2 and all(row[2] is not None and row[3] > 0 for row in per_epoch)
@@ -117,8 +128,8 @@ def test_the_raysweep_query_command_line_writes_its_csv(sweep):
     assert {r["sweep"] for r in rows} == {name} and len(rows) == 2
 
 
-def test_the_tensorboard_tags_the_readme_names_are_the_ones_written(sweep):
-    paragraph = README.split("**TensorBoard.**", 1)[1].split("\n\n", 1)[0]
+def test_the_tensorboard_tags_the_guide_names_are_the_ones_written(sweep):
+    paragraph = page_with("**TensorBoard.**").split("**TensorBoard.**", 1)[1].split("\n\n", 1)[0]
     named = {tag for tag in re.findall(r"`([a-z_<>N0-9]+/[a-z_]+)`", paragraph)}
     expected = {tag.replace("<N>", str(rank)) for tag in named for rank in (0, 1)}
     runs = sorted((Path(sweep["path"]) / "tensorboard").iterdir())
@@ -136,7 +147,15 @@ def test_the_tensorboard_tags_the_readme_names_are_the_ones_written(sweep):
 
 @pytest.mark.parametrize(
     "command",
-    [line.strip() for line in README.splitlines() if re.match(r"\s+python -m raysweep\.tune .*--dry-run", line)],
+    # each command once, though the README and a guide page may both show it
+    list(
+        dict.fromkeys(
+            line.strip()
+            for page in PAGES.values()
+            for line in page.splitlines()
+            if re.match(r"\s+python -m raysweep\.tune .*--dry-run", line)
+        )
+    ),
 )
 def test_the_dry_run_command_lines_plan_without_error(command):
     argv = shlex.split(command.split("#", 1)[0])

@@ -1,4 +1,4 @@
-"""The README's schema tables are the schema: generated from it, and compared here so neither drifts."""
+"""The schema tables in docs/results.md are the schema: generated from it, and compared here so neither drifts."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import pytest
 from raysweep.core.params import TrialParams
 from raysweep.core.schema import TABLES, schema_markdown
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+RESULTS_DOC = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
 
 
 @pytest.mark.parametrize("table", sorted(TABLES))
-def test_readme_holds_the_generated_table_of_every_result_table(table):
-    assert schema_markdown(table) in README, f"regenerate the README's {table} table with schema_markdown({table!r})"
+def test_the_guide_holds_the_generated_table_of_every_result_table(table):
+    assert schema_markdown(table) in RESULTS_DOC, (
+        f"regenerate docs/results.md's {table} table with schema_markdown({table!r})"
+    )
 
 
 def test_every_measured_column_has_a_doc_and_every_column_appears():
@@ -27,9 +29,9 @@ def test_every_measured_column_has_a_doc_and_every_column_appears():
 
 
 @pytest.mark.parametrize("table", sorted(TABLES))
-def test_every_type_reads_back_from_a_parquet_file_as_the_readme_prints_it(table, tmp_path):
+def test_every_type_reads_back_from_a_parquet_file_as_the_guide_prints_it(table, tmp_path):
     # Parquet names a list's items "element"; a schema saying "item" would print list<item: string> in the
-    # README while every file holds list<element: string>
+    # guide while every file holds list<element: string>
     pq.write_table(TABLES[table].empty_table(), tmp_path / "t.parquet")
     read_back = pq.read_schema(tmp_path / "t.parquet")
     assert [str(f.type) for f in read_back] == [str(f.type) for f in TABLES[table]]

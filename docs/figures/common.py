@@ -71,12 +71,6 @@ def ab_cells(runs: Runs, fmt: str, unit: str = "", bold_new: bool = False) -> li
     return [median_of(runs("base"), fmt, unit), median_of(runs("new"), fmt, unit, bold=bold_new)]
 
 
-def every_pair(values: list[float], more: str, fmt: str) -> str:
-    """``NEW faster in every pair, by 3.5-12.0`` where every pair agrees in sign; the docs claim no more."""
-    assert all(v > 0 for v in values) or all(v < 0 for v in values), values
-    return f"NEW {more} in every pair, by {span([abs(v) for v in values], fmt)}"
-
-
 def over_synthetic(trial: dict, trials: list[dict]) -> float:
     """A JPEG trial's throughput over the synthetic trial of the same sweep and ``decode``."""
     (synthetic,) = [r for r in trials if r["dataset"] == "synthetic" and r["decode"] == trial["decode"]]

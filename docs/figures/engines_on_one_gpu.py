@@ -6,14 +6,6 @@ import statistics
 
 from . import figure, span, summary, table
 
-
-def engine_trials() -> dict[str, dict]:
-    names = {("deepspeed", 0, True): "DeepSpeed ZeRO-0", ("deepspeed", 3, True): "DeepSpeed ZeRO-3"}
-    names |= {("fsdp", 0, True): "FSDP2, reshard after forward", ("fsdp", 0, False): "FSDP2, no reshard"}
-    trials = sorted(summary("h200-engine-1gpu"), key=lambda r: r["started_at"])
-    return {names[r["engine"], r["zero_stage"], r["reshard_after_forward"]]: r for r in trials}
-
-
 ENGINE_NAMES = {
     "deepspeed": "DeepSpeed ZeRO-{zero_stage}",
     "ddp": "DDP",

@@ -3,33 +3,10 @@
 
 from __future__ import annotations
 
-from . import count, figure, listed, records, span, summary, table
+from . import figure, listed, records, span, summary, table
 from .common import breakdown, over_synthetic, short_wait, wait
 
 # section 4's targets (issue 14): the full stack at least this share of synthetic, with at most this data wait
-RATIO_TARGET = 0.95
-
-
-def meeting(ratios: list[float]) -> str:
-    """How many of ``ratios`` meet ``RATIO_TARGET``, in words."""
-    met, n = sum(r >= RATIO_TARGET for r in ratios), len(ratios)
-    if met == n:
-        return "both meet it" if n == 2 else "every one meets it"
-    if met == 0:
-        return "neither meets it" if n == 2 else "none meets it"
-    return "one meets it, the other falls short" if n == 2 else f"{count(met)} of {count(n)} meet it"
-
-
-def cpu_decode_sweeps() -> list[dict]:
-    """The two sweeps of CPU decode from the JPEG folder: the shared-groups one, then the side-by-side one."""
-    shared_synthetic, shared_jpeg = prefetch_trials("h200_jpeg_shared")
-    trials = prefetch_trials()
-    (cpu,) = [r for r in trials if r["dataset"] == "imagefolder" and r["decode"] == "cpu"]
-    shared_ratio = shared_jpeg["throughput"] / shared_synthetic["throughput"]
-    return [
-        {"ratio": shared_ratio, "wait": shared_jpeg["data_wait_fraction"]},
-        {"ratio": over_synthetic(cpu, trials), "wait": cpu["data_wait_fraction"]},
-    ]
 
 
 def jpeg_folder_pipeline() -> dict[str, dict[str, float]]:

@@ -3,10 +3,9 @@ h200-torch-free-controller, h200-rank-preload)."""
 
 from __future__ import annotations
 
-import json
 import statistics
 
-from . import RESULTS, figure, records, span, table
+from . import figure, records, span, table
 from .common import economy_runs, from_launch_cells, later_cell, median_of, setups, signed
 
 # The margin over a cold floor the text counts the first trials within (the target is + 3 s over a warm one).
@@ -125,14 +124,6 @@ def h200_device_warm_probe() -> str:
             ]
         )
     return table(["", "plain", "warm", "warm - plain, per pair"], body, "lrrl")
-
-
-def first_trial_run() -> tuple[list[dict[str, float]], dict, list[float]]:
-    """The run's trials (trials.txt, start order), its sweep.json economy and its two cold-process floors."""
-    trials = [run for record, run in records("h200-first-trial", "trials").items() if record.startswith("trial_id")]
-    economy = json.loads((RESULTS / "h200-first-trial" / "sweep.json").read_text())["economy"]
-    floors = [run["since_launch_s.first step"] for run in records("h200-first-trial", "floor").values()]
-    return trials, economy, floors
 
 
 @figure("h200-first-sweep-cost")

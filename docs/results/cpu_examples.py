@@ -38,7 +38,7 @@ EXAMPLES = {
 REPORT_FILES = ("report.md", "report.html", "summary.json", "*.png")
 # --smoke: the same commands at the smallest size that still trains, evaluates and reports (one trial, one rank)
 SMOKE = ["--set", "micro_batch_per_worker=[16]", "--set", "num_workers=[1]", "--set", "train_samples=64"]
-SMOKE += ["--epochs", "1"]
+SMOKE += ["--epochs", "1", "--repeats", "1"]
 
 
 def regenerate(name: str, scratch: Path, into: Path = HERE, smoke: bool = False) -> None:

@@ -118,7 +118,7 @@ def test_the_defaults_in_the_code_are_what_the_committed_bench_summary_gives():
 
     from raysweep.core.compile_defaults import MEASURED_DEFAULTS
 
-    path = Path(__file__).resolve().parents[1] / "docs" / "results" / "h200-bench" / "compile_defaults.py"
+    path = Path(__file__).resolve().parents[1] / "docs/results/h200-bench/compile_defaults.py"
     spec = importlib.util.spec_from_file_location("compile_defaults_script", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

@@ -20,18 +20,15 @@ KEPT = re.compile(r"(^|/)(README\.md|summary[^/]*\.csv|[^/]+\.py|[^/]+\.sh)$")
 # and these (globs), each read by something named beside it; a new one is added here with its reader
 READ = {
     # the README's example sweeps (docs/results/cpu_examples.py writes them; README and docs/figures read them)
-    "cpu-batch-grid/sweep.json": "docs/figures/cpu_examples.py (run_line)",
+    "cpu-batch-grid/sweep.json": "docs/figures/example_sweeps.py (run_line)",
     "cpu-batch-grid/report/*": "README.md, the example sweep's report",
-    "cpu-strong-scaling/sweep.json": "docs/figures/cpu_examples.py (run_line)",
+    "cpu-strong-scaling/sweep.json": "docs/figures/example_sweeps.py (run_line)",
     "cpu-strong-scaling/report/*": "README.md, the example sweep's report",
     # each sweep's own economy, which the sweeps' summaries do not repeat
     "cpu-shared-workers/*/sweep.json": "docs/figures/shared_workers.py (economy)",
     "h200-shared-workers/*/sweep.json": "docs/figures/shared_workers.py (economy)",
-    "h200-duty-cycle/sweep.json": "docs/figures/duty_cycle.py (h200-duty-cycle-economy)",
-    "h200-first-trial/sweep.json": "docs/figures/h200_start_up.py (first_trial_run)",
     "h200x2-strong-scaling/sweep.json": "docs/results/h200x2-strong-scaling/predict.py",
     # inputs, not outputs
-    "h200-engine-1gpu/space.yaml": "the sweep's command (its README)",
     "h100-engines-1gpu/space.yaml": "the sweep's command (its README)",
     "study-prediction/inputs.json": "docs/figures/study_prediction.py",
 }
@@ -81,7 +78,6 @@ def test_the_rule_refuses_raw_outputs_and_spares_summaries_scripts_and_what_is_r
         "docs/results/x/summarize.py",
         "docs/results/x/run.sh",
         "docs/results/h200-spaces.md",
-        "docs/results/h200-duty-cycle/sweep.json",
         "docs/results/cpu-batch-grid/report/batch_throughput.png",
         "docs/results/h200-shared-workers/h200_shared/sweep.json",
     ]

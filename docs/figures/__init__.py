@@ -78,21 +78,6 @@ def table(header: list[str], rows: list[list[str]], align: str) -> str:
 WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 
 
-TRIAL_HEADER = ["samples/s", "step (ms)", "peak memory (GiB)", "MFU", "J/sample", "setup (s)"]
-
-
-def trial_cells(r: dict) -> list[str]:
-    """A trial row's measurements in ``TRIAL_HEADER``'s columns."""
-    return [
-        f"{r['throughput']:.0f}",
-        f"{r['step_time_ms']:.1f}",
-        f"{r['peak_mem_gib']:.2f}",
-        f"{r['mfu']:.1%}",
-        f"{r['joules_per_sample']:.3f}",
-        f"{r['setup_s']:.1f}",
-    ]
-
-
 def experiment_script(experiment: str, filename: str) -> ModuleType:
     """A script of ``docs/results/<experiment>/`` imported as a module, whose rules a figure reuses."""
     path = RESULTS / experiment / filename

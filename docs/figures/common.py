@@ -6,7 +6,7 @@ import json
 import statistics
 from collections.abc import Callable
 
-from . import measures, span
+from . import listed, measures, span
 
 
 def economy_runs(experiment: str) -> dict[str, dict]:
@@ -21,6 +21,16 @@ def economy_runs(experiment: str) -> dict[str, dict]:
 
 def setups(run: dict, key: str = "setup_s") -> list[float]:
     return [run[f"{key}[{i}]"] for i in range(3)]
+
+
+def later_cell(run: dict) -> str:
+    """An economy line's later trials' ``setup_s``, listed."""
+    return listed(setups(run)[1:], ".2f") + " s"
+
+
+def from_launch_cells(run: dict) -> list[str]:
+    """An economy line's first step and duty cycle, each counted from the sweep's launch."""
+    return [f"{run['launch to first step']:.1f} s", f"{run['duty from launch']:.3f}"]
 
 
 def joined(runs: list[dict], key: str, fmt: str) -> str:
@@ -59,12 +69,6 @@ def signed(values: list[float], fmt: str) -> str:
 
 def ab_cells(runs: Runs, fmt: str, unit: str = "", bold_new: bool = False) -> list[str]:
     return [median_of(runs("base"), fmt, unit), median_of(runs("new"), fmt, unit, bold=bold_new)]
-
-
-def every_pair(values: list[float], more: str, fmt: str) -> str:
-    """``NEW faster in every pair, by 3.5-12.0`` where every pair agrees in sign; the docs claim no more."""
-    assert all(v > 0 for v in values) or all(v < 0 for v in values), values
-    return f"NEW {more} in every pair, by {span([abs(v) for v in values], fmt)}"
 
 
 def over_synthetic(trial: dict, trials: list[dict]) -> float:

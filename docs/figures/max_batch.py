@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from . import figure, span, summary, table
-from .engine_1gpu import engine_trials
 
 
 def max_batch_probes() -> list[dict]:
@@ -53,22 +52,3 @@ def h200_max_batch_verdict() -> str:
 def h200_max_batch_probe_times() -> str:
     probes = max_batch_probes()
     return f"{len(probes)} probes of {span([r['trial_wall_s'] for r in probes], '.0f')} s each"
-
-
-@figure("engines-and-max-batch")
-def engines_and_max_batch() -> str:
-    trials = engine_trials()
-    fsdp = [r for name, r in trials.items() if name.startswith("FSDP2")]
-    zero0, zero3 = trials["DeepSpeed ZeRO-0"], trials["DeepSpeed ZeRO-3"]
-    probes = max_batch_probes()
-    fits, edge, first_oom, trial = max_batch_edge(probes)
-    return (
-        f"`docs/results/h200-engine-1gpu/`: on one H200 at micro batch 128, FSDP2 "
-        f"{span([r['throughput'] for r in fsdp], '.0f')} samples/s\n({span([r['peak_mem_gib'] for r in fsdp], '.1f')} "
-        f"GiB, {span([r['joules_per_sample'] for r in fsdp], '.2f')} J/sample), DeepSpeed ZeRO-0 "
-        f"{zero0['throughput']:.0f} ({zero0['peak_mem_gib']:.1f} GiB, {zero0['joules_per_sample']:.2f} J), ZeRO-3 "
-        f"{zero3['throughput']:.0f} ({zero3['peak_mem_gib']:.1f} GiB, {zero3['joules_per_sample']:.2f} J).\n"
-        f"`docs/results/h200-max-batch/`: `--find-max-batch` finds micro batch {edge} the largest that fits\n"
-        f"ViT-B/16 at 224 px in bf16 ({fits[edge]['peak_mem_gib']:.1f} GiB; {first_oom} does not), "
-        f"{trial['throughput']:.0f} samples/s there against {fits[min(fits)]['throughput']:.0f} at {min(fits)}."
-    )

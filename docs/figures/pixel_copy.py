@@ -6,33 +6,14 @@ from __future__ import annotations
 import csv
 import statistics
 
-from . import RESULTS, figure, listed, measures, records, span, table
+from . import RESULTS, figure, listed, records, span, table
 from .common import short_wait
-from .jpeg import cpu_decode_sweeps, meeting, prefetch_gpu_before
+from .jpeg_decode import prefetch_gpu_before
 from .shared_workers import shared_modes
 
 
 def loader_rates() -> dict[str, dict[str, float]]:
     return {record.removeprefix("path "): run for record, run in records("cpu-pixel-copy", "loader_rates").items()}
-
-
-@figure("cpu-loader-rates")
-def cpu_loader_rates() -> str:
-    labels = {
-        "jpeg bytes (gpu decode)": "JPEG bytes (the nvJPEG path)",
-        "decode + crop to 224 (cpu)": "decoded and cropped to 224 px (the CPU path)",
-        "pixel copy (prepare=pixels)": "pixel copy batches (`prepare=pixels`)",
-    }
-    rates = loader_rates()
-    body = [
-        [
-            label,
-            f"{rates[path]['median img/s']:,.0f}",
-            f"{rates[path]['range low']:,.0f}-{rates[path]['range high']:,.0f}",
-        ]
-        for path, label in labels.items()
-    ]
-    return table(["what one loader worker ships", "median img/s", "range"], body, "lrr")
 
 
 @figure("cpu-loader-rates-paths")
@@ -51,16 +32,6 @@ def rate_cells(rate: dict[str, float]) -> list[str]:
     return [f"{rate['median img/s']:,.0f}", f"{rate['range low']:,.0f}-{rate['range high']:,.0f}"]
 
 
-@figure("cpu-pixel-copy-over-decode")
-def cpu_pixel_copy_over_decode() -> str:
-    rates = loader_rates()
-    pixels, decode = rates["pixel copy (prepare=pixels)"], rates["decode + crop to 224 (cpu)"]
-    return (
-        f"**{pixels['median img/s'] / decode['median img/s']:.1f}x** the images of a CPU decoder "
-        f"({pixels['range low'] / decode['range high']:.1f}-{pixels['range high'] / decode['range low']:.1f}x"
-    )
-
-
 def pixel_copy_runs() -> tuple[dict[str, dict[str, float]], dict[str, list[float]]]:
     """h200-pixel-copy's bench lines by label, and each path's pipeline-alone rates: the bench's, then 3 rounds."""
     bench = records("h200-pixel-copy", "bench")
@@ -73,54 +44,6 @@ def pixel_copy_runs() -> tuple[dict[str, dict[str, float]], dict[str, list[float
         if record.startswith("round "):
             paths[record.split()[2]].append(run["images_per_s"])
     return bench, paths
-
-
-@figure("h200-pixel-copy")
-def h200_pixel_copy() -> str:
-    bench, paths = pixel_copy_runs()
-    model = bench["batch 256 compile False"]["stack img/s"]
-    stack = bench["full stack"]
-    cpu = bench["input pipeline alone, decode cpu"]["img/s"]
-    body = [
-        ["full stack, synthetic (the bench's own sweep)", f"{model:,.0f}", ""],
-        [
-            "full stack, pixel copy (a sweep in the same run)",
-            f"{stack['img/s']:,.0f}",
-            f"**{stack['ratio']:.3f}x**, data wait **{stack['data_wait_fraction']:.4f}**",
-        ],
-    ]
-    for path, label in (
-        ("pixels", "pixel copy: median of 4 (bench + 3 rounds)"),
-        ("gpu", "nvJPEG on the JPEG copy: median of 4, alternated"),
-    ):
-        rates = paths[path]
-        body.append(
-            [
-                f"pipeline alone, {label}",
-                f"{statistics.median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})",
-                f"{statistics.median(rates) / model:.1f}x",
-            ]
-        )
-    body.append(["pipeline alone, CPU decode of the JPEG copy (bench, one run)", f"{cpu:,.0f}", f"{cpu / model:.1f}x"])
-    return table(["", "img/s", f"over the model ({model:,.0f} img/s)"], body, "lrr")
-
-
-@figure("h200-pixel-copy-against-nvjpeg")
-def h200_pixel_copy_against_nvjpeg() -> str:
-    _, paths = pixel_copy_runs()
-    return f"{statistics.median(paths['pixels']):,.0f} against {statistics.median(paths['gpu']):,.0f}"
-
-
-@figure("h200-pixel-copy-build")
-def h200_pixel_copy_build() -> str:
-    built = {q: v for (src, _, q), v in measures("h200-pixel-copy").items() if src == "rounds" and "built in" in q}
-    return f"**{built['pixel copy built in']:.1f} s**"
-
-
-@figure("h200-jpeg-copy-build")
-def h200_jpeg_copy_build() -> str:
-    built = {q: v for (src, _, q), v in measures("h200-pixel-copy").items() if src == "rounds" and "built in" in q}
-    return f"{built['JPEG copy built in']:.1f} s"
 
 
 @figure("h200-pixel-copy-steps")
@@ -219,11 +142,6 @@ def h200_pixel_reader_stages_short() -> str:
         ],
     ]
     return table(["stage (one rank, 50,500 images of 341x256 in the page cache)", "median img/s", "range"], body, "lrr")
-
-
-@figure("h200-pixel-reader-bounds")
-def h200_pixel_reader_bounds() -> str:
-    return f"**{statistics.median(reader_stages()['worker processes']):,.0f} img/s**"
 
 
 @figure("h200-pixel-reader-first-crop")
@@ -418,40 +336,6 @@ def data_pixel_copy_measured() -> str:
     )
 
 
-@figure("h200-pixel-copy-met")
-def h200_pixel_copy_met() -> str:
-    stack = records("h200-pixel-copy", "bench")["full stack"]
-    ratios = [s["ratio"] for s in cpu_decode_sweeps()]
-    return (
-        f"({stack['ratio']:.3f}x, {stack['data_wait_fraction']:.4f}); of CPU decode's two sweeps before "
-        f"({listed(ratios, '.3f').replace(', ', 'x and ')}x) {meeting(ratios)}"
-    )
-
-
-@figure("h200-pixel-reader-met")
-def h200_pixel_reader_met() -> str:
-    stack = records("h200-pixel-reader", "bench")["full stack"]
-    return f"({stack['ratio']:.3f}x, {stack['data_wait_fraction']:.4f})"
-
-
-@figure("h200-pixel-reader-first-try-stack")
-def h200_pixel_reader_first_try_stack() -> str:
-    first = records("h200-pixel-reader", "first-try")
-    return (
-        f"{first['threads']['median']:,.0f} img/s, and the full stack fell to {first['full stack']['ratio']:.3f}x "
-        f"synthetic with data wait {first['full stack']['data_wait_fraction']:.4f}"
-    )
-
-
-@figure("h200-pixel-reader-first-batch")
-def h200_pixel_reader_first_batch() -> str:
-    threads = [run["first_batch_s"] for run in records("h200-pixel-reader", "rounds").values()]
-    loaders = [
-        run["first_batch_s"] for record, run in records("h200-pixel-copy", "rounds").items() if "pixels" in record
-    ]
-    return f"{span(threads, '.1f')} s after it was asked for (`first_batch_s`), {span(loaders, '.1f')} s"
-
-
 @figure("h200-pixel-reader-notes")
 def h200_pixel_reader_notes() -> str:
     trials = pixel_reader_sweeps()
@@ -477,27 +361,3 @@ def h200_pixel_reader_notes() -> str:
         f"- The first trials' {' and '.join(format(f, '.1f') for f in firsts)} s are issue 13's cold start "
         f"({span(before, '.1f')} s on 2026-12-03's hosts); the\n  cold-process floor was not measured in this run."
     )
-
-
-@figure("h200-pixel-copy-over-model")
-def h200_pixel_copy_over_model() -> str:
-    bench, paths = pixel_copy_runs()
-    return f"{statistics.median(paths['pixels']) / bench['batch 256 compile False']['stack img/s']:.1f}x"
-
-
-@figure("h200-pixel-reader-over-model")
-def h200_pixel_reader_over_model() -> str:
-    _, rates, model = pixel_reader_pipeline()
-    return f"{statistics.median(rates) / model:.0f}x"
-
-
-@figure("h200-pixel-reader-stack-ratio")
-def h200_pixel_reader_stack_ratio() -> str:
-    bench, _, _ = pixel_reader_pipeline()
-    return f"{bench['full stack']['ratio']:.3f}x"
-
-
-@figure("h200-nvjpeg-stack-gain")
-def h200_nvjpeg_stack_gain() -> str:
-    _, _, after = pixel_reader_sweeps()[4]
-    return f"{prefetch_gpu_before().split(' and ')[0]} to {after:.3f}x"

@@ -4,7 +4,7 @@ paper's global batches (strong scaling). The per-rank compute from the model's t
 (counted by ``trainers.measure.flops`` on the timm model the inputs name), the peak and the assumed MFU; the
 fp32 gradient all-reduce on the named Ethernet links (``analysis.prediction.link_model``); the overlap at its
 bounds, none and full. Each efficiency carries the range the validation's worst error gives
-(``cpu16_prediction.validation``): the multi-node step time scaled by 1 +/- that error, the 1-node step the
+(``prediction_validation.validation``): the multi-node step time scaled by 1 +/- that error, the 1-node step the
 reference."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from analysis.prediction.link_model import INTRA_NODE, TCP_HOP_S, ethernet, unif
 from analysis.prediction.step_model import Engine, comm_s, step_s, step_traffic
 
 from . import RESULTS, count, figure, table
-from .cpu16_prediction import EXPERIMENT as VALIDATION
-from .cpu16_prediction import validation
+from .prediction_validation import EXPERIMENT as VALIDATION
+from .prediction_validation import validation
 
 INPUTS = RESULTS / "study-prediction" / "inputs.json"
 OVERLAPS = (("none", 0.0), ("full", 1.0))

@@ -3,10 +3,14 @@ floor and the sweep's duty cycle, one table."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import subprocess
+import sys
 
 from tests.image_folders import make_image_folder
-from tests.integration.conftest import explain, run_cli
+from tests.integration.conftest import REPO, explain, run_cli
 
 
 def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
@@ -53,3 +57,11 @@ def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
     assert images["pipeline"]["cpu"]["images_per_s"] > 0 and images["pipeline"]["cpu"]["over_model"] > 0
     assert images["stack_img_s"] > 0 and 0 <= images["data_wait_fraction"] < 1
     assert "cold-process floor" in proc.stdout and "decode cpu" in proc.stdout
+
+    # the H100 compile experiment's summary script reads the bench's results as they are written today
+    script = REPO / "docs/results/h100-bench-compile/summarize.py"
+    command = [sys.executable, str(script), str(tmp_path / "bench.json")]
+    summary = subprocess.run(command, capture_output=True, text=True)
+    assert summary.returncode == 0, summary.stderr
+    rows = list(csv.DictReader(io.StringIO(summary.stdout)))
+    assert {(int(r["batch"]), r["what"]) for r in rows} >= {(16, "eager"), (16, "stack"), (32, "eager"), (32, "stack")}

@@ -1,6 +1,6 @@
 """The committed two-H200 run predicted from its own 1-rank trial.
 
-    PYTHONPATH=. python docs/results/h200x2-strong-scaling/predict.py
+    PYTHONPATH=. python docs/results/h200x2-strong-scaling/predict.py [--out CSV]
 
 
 Inputs, all committed here: ``summary.csv``'s ``trials`` rows (each trial's ranks, micro batch, throughput, from
@@ -8,11 +8,12 @@ the sweep's trial table; a trial without a throughput did not complete) and ``sw
 parameters); the gradients' element count is the model's (timm, built on the CPU, no weights); the link is the named
 NVLink 4 (H200s of one host; ``analysis.prediction.link_model.NAMED_LINKS``). The step time of a trial is its
 global batch over its throughput. No overlap measured in these tables: the bounds none and full are both given.
-Writes ``summary-prediction.csv`` beside this script and prints it.
+Writes ``summary-prediction.csv`` beside this script (or ``--out``) and prints it.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 from pathlib import Path
@@ -53,7 +54,10 @@ def committed_trials() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=HERE / "summary-prediction.csv")
+    target = parser.parse_args(argv).out
     trials = committed_trials()
     first = trials.iloc[0]
     model = create_model(first["model"], 10, int(first["image_size"]), int(first["in_chans"]))  # synthetic: 10 classes
@@ -74,7 +78,7 @@ def main() -> int:
     ]
     out = strong[columns].copy()
     out["measured_speedup"] = out["measured_step_time_ms"].iloc[0] / out["measured_step_time_ms"]
-    out.to_csv(HERE / "summary-prediction.csv", index=False, float_format="%.4g")
+    out.to_csv(target, index=False, float_format="%.4g")
     print(f"trainable parameters: {params:,}")
     print(out.round(3).to_string(index=False))
     return 0

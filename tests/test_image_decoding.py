@@ -5,6 +5,7 @@ the one channel asked for (torchvision returned three).  Images are made with Pi
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -62,7 +63,7 @@ def test_the_encoded_path_decodes_a_batch_as_the_files_decode_one_by_one(tmp_pat
         files.append(str(tmp_path / f"{i}.jpg"))
     dataset = EncodedImages(FolderSplit(files, [0, 1, 2]))
     (flat, lengths), labels = collate_encoded([dataset[i] for i in range(3)])
-    assert labels.tolist() == [0, 1, 2] and lengths.tolist() == [len(open(f, "rb").read()) for f in files]
+    assert labels.tolist() == [0, 1, 2] and lengths.tolist() == [len(Path(f).read_bytes()) for f in files]
     batch = decode_on_device((flat, lengths), torch.device("cpu"), 24, 3, None, torch.Generator().manual_seed(0))
     one_by_one = [decode_file(f, 3) for f in files]
     assert torch.equal(batch, crop_images(back_to_back(one_by_one), 24, None, torch.Generator().manual_seed(0)))

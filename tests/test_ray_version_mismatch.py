@@ -25,10 +25,10 @@ def ray_refusal(cluster_ray: str, cluster_python: str, this_process: str = "node
 
 
 def test_another_ray_version_is_one_line_naming_both_and_the_ray_to_install():
-    message = ray_refusal("2.60.0", platform.python_version())
+    message = ray_refusal("1.13.0", platform.python_version())
     assert message.count("\n") > 3  # what Ray says
     assert version_mismatch("head:6379", message) == (
-        f"the cluster at head:6379 runs Ray 2.60.0; this driver has Ray {ray.__version__}: install ray==2.60.0 here"
+        f"the cluster at head:6379 runs Ray 1.13.0; this driver has Ray {ray.__version__}: install ray==1.13.0 here"
     )
 
 
@@ -40,9 +40,9 @@ def test_another_python_version_names_the_python_to_run_the_driver_with():
 
 
 def test_both_versions_differing_name_both_fixes_and_a_ray_client_is_refused_alike():
-    assert version_mismatch("ray://head:10001", ray_refusal("2.59.1", "3.10.2", "Ray Client")) == (
-        f"the cluster at ray://head:10001 runs Ray 2.59.1 on Python 3.10.2; this driver has Ray {ray.__version__} "
-        f"on Python {platform.python_version()}: install ray==2.59.1 here and run this driver with Python 3.10.2"
+    assert version_mismatch("ray://head:10001", ray_refusal("1.12.1", "3.10.2", "Ray Client")) == (
+        f"the cluster at ray://head:10001 runs Ray 1.12.1 on Python 3.10.2; this driver has Ray {ray.__version__} "
+        f"on Python {platform.python_version()}: install ray==1.12.1 here and run this driver with Python 3.10.2"
     )
 
 

@@ -46,6 +46,7 @@ COMMANDS: dict[str, Command] = {
     "bench": Command("raysweep.bench.stack", "the full stack against hand-written PyTorch", "raysweep.bench"),
     "bench-floor": Command("raysweep.bench.floor", "the cold-process floor of a rank's start-up"),
     "bench-input": Command("raysweep.bench.input_pipeline", "the image-folder input pipeline alone, on one rank"),
+    "bench-jpeg": Command("raysweep.bench.jpeg_decode", "the image folder's JPEG decoder against torchvision's"),
     "make-arrays": Command("trainers.make_arrays", "write a folder of scientific arrays for dataset=arrays"),
 }
 

@@ -38,7 +38,7 @@ from raysweep.runtime.caches.compile_cache import compile_cache_env
 from raysweep.runtime.capacity import DRIVER_CPU, Capacity, local_num_cpus
 from raysweep.runtime.early_stop import early_stop_env
 from raysweep.runtime.optuna_searcher import OptunaFitSearcher
-from raysweep.runtime.ray_logs import logs_location, plain_log_output, quiet_forwarded_logs
+from raysweep.runtime.ray_logs import logs_location, plain_log_output, quiet_forwarded_logs, slow_step_warnings_to_file
 from raysweep.runtime.searcher import FitSearcher
 from raysweep.runtime.train_run import import_train_torch_in_background
 from raysweep.runtime.worker_groups import WorkerGroups, group_pool
@@ -275,6 +275,7 @@ def connect(options: SweepOptions, address: str | None, trials: list[TrialParams
     interrupt.reinstall()
     plain_log_output()
     quiet_forwarded_logs()
+    slow_step_warnings_to_file()
     if options.progress == "quiet":
         return
     print(f"Ray's logs: {logs_location()}")

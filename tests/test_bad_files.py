@@ -103,7 +103,7 @@ def test_sound_images_pass_the_header_check(folder):
 
 def test_a_text_file_named_jpg_fails_the_header_check(folder):
     bad = text_as_jpeg(folder / "train" / "a" / "notes.jpg")
-    assert header_fault(str(bad)) == "cannot be decoded (not an image torchvision or PIL reads)"
+    assert header_fault(str(bad)) == "cannot be decoded (not an image TorchCodec or PIL reads)"
 
 
 def test_an_empty_file_fails_the_header_check(folder):

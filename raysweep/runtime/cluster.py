@@ -4,7 +4,8 @@ A local instance is private: every process of it listens on loopback only, and i
 token authentication on (``private_local_ray``).  Every process of it carries its driver's mark in
 its environment (``OWNER_ENV``), so that the driver's end (``shutdown``) ends them all, and a later
 run ends those of a driver that was killed (``stop_orphaned_local_ray``) and never a live sweep's.
-Before anything starts, a joined cluster's address must answer (``check_reachable``).  What fits on
+Before anything starts, a joined cluster's address must answer (``check_reachable``), and a cluster of
+another Ray version than the driver's is refused in one line naming both (``version_mismatch``).  What fits on
 the cluster is ``raysweep.runtime.capacity``'s.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -241,12 +243,46 @@ def join(address: str, env_vars: dict[str, str] | None = None) -> None:
     check_reachable(address)
     try:
         ray.init(address=address, runtime_env=project_runtime_env(env_vars=env_vars), logging_level="WARNING")
+    except RuntimeError as e:
+        mismatch = version_mismatch(address, str(e))
+        if mismatch is None:
+            raise
+        raise UsageError(mismatch) from None
     except (AuthenticationError, ConnectionError, ValueError) as e:
         # A cluster with token authentication refuses a driver without its token as a failed connection.
         hint = "" if token_auth_on() else f"; if it uses token authentication, give this driver {TOKEN_SOURCES}"
         raise UsageError(f"--address {address}: cannot join a Ray cluster there ({e}){hint}") from None
     if not token_auth_on():  # a cluster with token authentication would have refused this driver
         print(unauthenticated_warning(address), file=sys.stderr)
+
+
+# How ray.init refuses a driver whose Ray or Python version differs from the cluster's (a RuntimeError of
+# ray._private.utils.check_version_info, for a driver and for a Ray Client alike).
+VERSION_MISMATCH = re.compile(
+    r"Version mismatch: The cluster was started with:\s+Ray: (?P<cluster_ray>\S+)\s+Python: (?P<cluster_python>\S+)"
+    r"\s+This process .*? was started with:\s+Ray: (?P<ray>\S+)\s+Python: (?P<python>\S+)",
+    re.DOTALL,
+)
+
+
+def version_mismatch(address: str, message: str) -> str | None:
+    """Ray's many-line refusal of a driver of another Ray (or Python) version than the cluster's, as one line
+    naming both and what to install; None for any other message."""
+    found = VERSION_MISMATCH.search(message)
+    if found is None:
+        return None
+    theirs, ours, fixes = [], [], []
+    if found["cluster_ray"] != found["ray"]:
+        theirs.append(f"Ray {found['cluster_ray']}")
+        ours.append(f"Ray {found['ray']}")
+        fixes.append(f"install ray=={found['cluster_ray']} here")
+    if found["cluster_python"] != found["python"]:
+        theirs.append(f"Python {found['cluster_python']}")
+        ours.append(f"Python {found['python']}")
+        fixes.append(f"run this driver with Python {found['cluster_python']}")
+    return f"the cluster at {address} runs {' on '.join(theirs)}; this driver has {' on '.join(ours)}: " + " and ".join(
+        fixes
+    )
 
 
 def unauthenticated_warning(address: str) -> str:

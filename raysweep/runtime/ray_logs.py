@@ -11,12 +11,21 @@ errors that do not concern its measurement from every rank, and Ray forwards the
 sweep's summary. A rank's traceback of a file the dataset cannot read is dropped too: the sweep's process
 prints that error as its one line (``raysweep.data_stop``). The forwarding is filtered on the driver, so
 those lines are kept in the files and dropped from the screen only.
+
+Tune's controller, in the sweep's own process, warns whenever one of its steps takes over half a second
+(``ray.tune.utils.util.warn_if_slow``); one slow result prints four warnings (the callbacks', the result's
+twice and the results'), the last advising to report less often.  A trial reports once an epoch, and its
+result takes that long when the sweep's result tables are written on a busy machine (two Parquet files an
+epoch, ``raysweep.results.recorder``, kept per epoch so that a resumed sweep loses none): those warnings go to
+``DRIVER_LOG`` in Ray's logs directory instead (``slow_step_warnings_to_file``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+from pathlib import Path
 
 CHATTER = (
     "Reporting training result",  # ray/train/v2/_internal/execution/context.py, per report, every rank
@@ -86,6 +95,45 @@ def quiet_forwarded_logs() -> None:
 
     dispatcher.remove_handler(PRINTER)
     dispatcher.add_handler(PRINTER, print_without_chatter)
+
+
+SLOW_STEP_LOGGER = "ray.tune.utils.util"  # the logger warn_if_slow writes to
+SLOW_STEP_MARKER = "which may be a performance bottleneck"  # in each of its messages
+DRIVER_LOG = "raysweep-driver.log"
+
+
+class ToFile(logging.Filter):
+    """A logger's records that contain ``marker``, written to ``path`` instead of reaching its handlers."""
+
+    def __init__(self, marker: str, path: Path):
+        super().__init__()
+        self.marker = marker
+        self.handler = logging.FileHandler(path, delay=True)  # the file exists once something is written
+        self.handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s -- %(message)s"))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.marker not in record.getMessage():
+            return True
+        self.handler.handle(record)
+        return False
+
+
+def slow_step_warnings_to_file(logs_dir: str | None = None) -> None:
+    """Tune's slow-step warnings of this process into ``DRIVER_LOG`` in ``logs_dir`` (after ``ray.init``: the
+    session's logs directory) instead of the terminal; its other warnings are untouched.  A later call (the next
+    sweep of the process) replaces the file."""
+    import ray
+
+    if logs_dir is None:
+        node = ray._private.worker._global_node
+        if node is None:  # a Ray Client driver: no logs directory here, so they stay on the terminal
+            return
+        logs_dir = node.get_logs_dir_path()
+    logger = logging.getLogger(SLOW_STEP_LOGGER)
+    for old in [f for f in logger.filters if isinstance(f, ToFile)]:
+        logger.removeFilter(old)
+        old.handler.close()
+    logger.addFilter(ToFile(SLOW_STEP_MARKER, Path(logs_dir) / DRIVER_LOG))
 
 
 def logs_location() -> str:

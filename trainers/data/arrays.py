@@ -85,8 +85,9 @@ def read_header(path: str) -> ArrayHeader:
                 read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
                 shape, _, dtype = read(member)
             return layout(path, shape, dtype)
-        series = tiff_module(path).TiffFile(path).series[0]
-        return layout(path, tuple(series.shape), np.dtype(series.dtype))
+        with tiff_module(path).TiffFile(path) as tiff:  # the header alone, and the file closed after it
+            series = tiff.series[0]
+            return layout(path, tuple(series.shape), np.dtype(series.dtype))
     except UsageError:
         raise
     except Exception as e:  # numpy, zipfile and tifffile raise many types for damaged files; each means the same

@@ -3,8 +3,9 @@
 Only the file list lives in memory; each rank's DataLoader workers read, decode and crop its shard of
 an epoch (timm/torchvision recipes), so memory per rank is bounded by the prefetch depth whatever the
 folder's size.  The GPU path reads JPEG bytes in the workers and decodes a whole micro batch with
-nvJPEG on the device (``torchvision.io.decode_jpeg(list, device="cuda")``), then crops it in one call
-(``trainers.data.crops.crop_batch``).
+nvJPEG on the device (``torchcodec.decoders.decode_jpeg(list, device="cuda")``), then crops it in one call
+(``trainers.data.crops.crop_batch``).  Images are decoded by TorchCodec, the maintained successor of
+torchvision's decoders (deprecated since torchvision 0.29), and by PIL for the formats it does not read.
 """
 
 from __future__ import annotations
@@ -107,20 +108,29 @@ def unreadable_images(data_dir: str) -> list[DataFileError]:
     return header_faults([*index.train.files, *index.val.files], "imagefolder")
 
 
+def read_mode(in_chans: int) -> str:
+    """TorchCodec's decoding mode for an image of ``in_chans`` channels."""
+    return "GRAY" if in_chans == 1 else "RGB"
+
+
+def file_bytes(path: str) -> torch.Tensor:
+    """The file's bytes as a uint8 1-D tensor (of writable memory, as a tensor's must be)."""
+    return torch.frombuffer(bytearray(Path(path).read_bytes()), dtype=torch.uint8)
+
+
 def decode_file(path: str, in_chans: int) -> torch.Tensor:
-    """uint8 (in_chans, H, W) from any format torchvision or PIL decodes; grey, CMYK and palettes converted.
+    """uint8 (in_chans, H, W) from any format TorchCodec or PIL decodes; grey, CMYK and palettes converted.
 
     A file neither can decode raises a ``DataFileError`` naming it: a corrupt input stops the sweep (or,
     with ``skip_bad_files``, is counted and read around: ``DecodedImages``) rather than silently shrinking
     the split.
     """
-    from torchvision.io import ImageReadMode, decode_image
+    from torchcodec.decoders import decode_image
 
-    mode = ImageReadMode.GRAY if in_chans == 1 else ImageReadMode.RGB
-    try:
-        return decode_image(path, mode=mode)
-    except (RuntimeError, ValueError):
-        pass  # formats libjpeg/libpng of torchvision reject (some CMYK, TIFF, odd GIFs): PIL next
+    try:  # from the file's bytes: TorchCodec given the path is slower by half on small files
+        return decode_image(file_bytes(path), mode=read_mode(in_chans))
+    except (OSError, RuntimeError, ValueError):
+        pass  # formats TorchCodec does not read (TIFF, BMP, PPM) or rejects (odd files), unreadable files: PIL next
     try:
         import numpy as np
         from PIL import Image, UnidentifiedImageError
@@ -128,7 +138,7 @@ def decode_file(path: str, in_chans: int) -> torch.Tensor:
         with Image.open(path) as img:
             pixels = np.asarray(img.convert("L" if in_chans == 1 else "RGB"))
     except UnidentifiedImageError as e:
-        raise DataFileError(path, "imagefolder", "cannot be decoded (not an image torchvision or PIL reads)") from e
+        raise DataFileError(path, "imagefolder", "cannot be decoded (not an image TorchCodec or PIL reads)") from e
     except Exception as e:  # PIL raises many types for damaged files; each means the same here
         raise DataFileError(path, "imagefolder", f"cannot be decoded ({e})") from e
     pixels = pixels[None] if pixels.ndim == 2 else pixels.transpose(2, 0, 1)
@@ -145,7 +155,7 @@ def header_fault(path: str) -> str | None:
     """What is wrong with the image file's header (None where it is sound): PIL's parse of its header alone.
 
     Cheap (a few KB read, nothing decoded): a file cut short after its header passes, and fails when a
-    rank decodes it.  A file PIL does not recognise is decoded once (torchvision reads some formats PIL
+    rank decodes it.  A file PIL does not recognise is decoded once (TorchCodec reads some formats PIL
     does not); only a file neither reads is a fault.
     """
     from PIL import Image, UnidentifiedImageError
@@ -248,9 +258,7 @@ class EncodedImages(Dataset):
         return len(self.split.files)
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        from torchvision.io import read_file
-
-        return read_file(self.split.files[i]), self.split.labels[i]
+        return file_bytes(self.split.files[i]), self.split.labels[i]
 
 
 def collate_encoded(
@@ -276,11 +284,10 @@ def decode_on_device(
     generator: torch.Generator,
 ) -> torch.Tensor:
     """One nvJPEG call and one batched crop (``crop_images``) for the micro batch: uint8 (B, C, size, size)."""
-    from torchvision.io import ImageReadMode, decode_jpeg
+    from torchcodec.decoders import decode_jpeg
 
-    mode = ImageReadMode.GRAY if in_chans == 1 else ImageReadMode.RGB
     flat, lengths = encoded
-    images = decode_jpeg(list(torch.split(flat, lengths.tolist())), mode=mode, device=device)
+    images = decode_jpeg(list(torch.split(flat, lengths.tolist())), mode=read_mode(in_chans), device=device)
     return crop_images(back_to_back(images), size, recipe, generator)
 
 

@@ -40,13 +40,13 @@ UNCOPIED = "uncopied.txt"
 
 def write_resized(source: str, target: Path) -> str | None:
     """Write ``source``'s copy at ``target``; ``source`` itself where it cannot be decoded (no copy written)."""
-    from torchvision.io import encode_jpeg
+    from torchcodec.encoders import JpegEncoder
 
     try:
         image = resized_to(decode_file(source, 3), SHORT_SIDE)
     except DataFileError:
         return source
-    target.write_bytes(encode_jpeg(image, quality=JPEG_QUALITY).numpy().tobytes())
+    target.write_bytes(JpegEncoder(image.contiguous()).to_tensor(quality=JPEG_QUALITY).numpy().tobytes())
     return None
 
 

@@ -62,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     first = trials.iloc[0]
     model = create_model(first["model"], 10, int(first["image_size"]), int(first["in_chans"]))  # synthetic: 10 classes
     params = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    frame = predict_from_trials(trials, named_link("nvlink4"), nodes=1, gpus_per_node=2, trainable_params=params)
+    # calibrated on the 1-rank trial alone: the 2-rank run is held out, predicted
+    frame = predict_from_trials(
+        trials, named_link("nvlink4"), nodes=1, gpus_per_node=2, trainable_params=params, calibrate_on={1}
+    )
     strong = frame[frame["scaling"] == "strong"]
     columns = [
         "num_workers",

@@ -247,7 +247,7 @@ def test_a_data_error_stops_tune_once_and_is_raised_with_the_resume_command_when
 
 
 def test_a_ranks_traceback_of_a_data_error_is_dropped_from_the_screen_and_other_tracebacks_are_kept():
-    from raysweep.runtime.ray_logs import without_reported_tracebacks
+    from raysweep.runtime.ray_logs import without_dropped_tracebacks
 
     data_error = [
         "Error in training function:",
@@ -258,7 +258,21 @@ def test_a_ranks_traceback_of_a_data_error_is_dropped_from_the_screen_and_other_
     ]
     other = ["Error in training function:", "Traceback (most recent call last):", "ValueError: boom"]
     lines = ["raysweep: before", *data_error, *other, "raysweep: after"]
-    assert without_reported_tracebacks(lines) == ["raysweep: before", *other, "raysweep: after"]
+    assert without_dropped_tracebacks(lines) == ["raysweep: before", *other, "raysweep: after"]
+
+
+def test_the_controllers_traceback_of_a_slow_placement_group_cleaner_is_dropped_from_the_screen():
+    from raysweep.runtime.ray_logs import without_dropped_tracebacks
+
+    cleaner = [
+        "Failed to stop PlacementGroupCleaner gracefully.",
+        "Traceback (most recent call last):",
+        '  File "ray/train/v2/_internal/callbacks/placement_group_callback.py", line 126, in _stop_cleaner',
+        "ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.",
+    ]
+    unfinished = ["Failed to stop PlacementGroupCleaner gracefully.", "Traceback (most recent call last):"]
+    assert without_dropped_tracebacks(["before", *cleaner, "after"]) == ["before", "after"]
+    assert without_dropped_tracebacks(["before", *unfinished]) == ["before", *unfinished]
 
 
 def test_a_prepared_copy_has_no_copy_of_a_bad_file_and_its_trials_read_that_one_from_the_source(folder):

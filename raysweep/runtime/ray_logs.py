@@ -9,7 +9,8 @@ dashboard is off (and prints a traceback when several local Ray instances run on
 prints is about the user's sweep. The torch profiler of a trial's profiled window writes trace points and
 errors that do not concern its measurement from every rank, and Ray forwards them seconds later, below the
 sweep's summary. A rank's traceback of a file the dataset cannot read is dropped too: the sweep's process
-prints that error as its one line (``raysweep.data_stop``). The forwarding is filtered on the driver, so
+prints that error as its one line (``raysweep.data_stop``), and so is the controller's traceback of a cleaner
+that was slow to stop on a loaded machine. The forwarding is filtered on the driver, so
 those lines are kept in the files and dropped from the screen only.
 
 Tune's controller, in the sweep's own process, warns whenever one of its steps takes over half a second
@@ -45,27 +46,33 @@ CHATTERING_ACTORS = ("PlacementGroupCleaner",)  # Ray Train's internal actors wh
 PRINTER = "ray_print_logs"  # the name ray.init gives its forwarding handler
 
 
-# Where Ray Train's worker logs the traceback of its training function's error, and the last line of one the
-# sweep's process reports itself.
-TRACEBACK_START = "Error in training function:"
-REPORTED_ERROR = "raysweep.core.errors.DataFileError:"
+# Tracebacks dropped whole, each from the line holding its first marker to the one holding its second: Ray Train's
+# worker's traceback of its training function's error where the sweep's process reports that error itself, and the
+# controller's of a placement-group cleaner that did not answer its stop within Ray's timeout on a loaded machine
+# (the controller goes on and the run ends as it would).
+DROPPED_TRACEBACKS = (
+    ("Error in training function:", "raysweep.core.errors.DataFileError:"),
+    ("Failed to stop PlacementGroupCleaner gracefully", "GetTimeoutError"),
+)
 
 
 def is_chatter(line: str) -> bool:
     return any(marker in line for marker in CHATTER)
 
 
-def without_reported_tracebacks(lines: list[str]) -> list[str]:
-    """``lines`` less each rank traceback (from ``TRACEBACK_START``) that ends in an error the sweep reports itself."""
+def without_dropped_tracebacks(lines: list[str]) -> list[str]:
+    """``lines`` less each traceback of ``DROPPED_TRACEBACKS`` (and the blank line after it); one whose end is
+    not among ``lines`` is kept."""
     kept: list[str] = []
-    start = None  # where the traceback being read began in ``kept``
+    start, end = None, None  # where the traceback being read began in ``kept``, and the marker that ends it
     dropped = False  # the line before was a dropped traceback's last: the blank line after it goes too
     for line in lines:
-        if TRACEBACK_START in line:
-            start = len(kept)
-        if start is not None and REPORTED_ERROR in line:
+        for first, last in DROPPED_TRACEBACKS:
+            if first in line:
+                start, end = len(kept), last
+        if start is not None and end in line:
             del kept[start:]
-            start, dropped = None, True
+            start, end, dropped = None, None, True
             continue
         if not (dropped and not line.strip()):
             kept.append(line)
@@ -89,7 +96,7 @@ def quiet_forwarded_logs() -> None:
     def print_without_chatter(data: dict) -> None:
         if is_chattering_actor(data.get("actor_name") or data.get("task_name") or ""):
             return
-        lines = [line for line in without_reported_tracebacks(data.get("lines", [])) if not is_chatter(line)]
+        lines = [line for line in without_dropped_tracebacks(data.get("lines", [])) if not is_chatter(line)]
         if lines:
             printer({**data, "lines": lines})
 

@@ -528,6 +528,11 @@ class TrialParams:
                 f"sequence_parallel={self.sequence_parallel} is not supported with engine=megatron; use 1",
             ),
             (bool(self.slow_ranks), f"slow_ranks={self.slow_ranks!r} is not supported with engine=megatron"),
+            (
+                self.activation_checkpointing > 1,
+                f"activation_checkpointing={self.activation_checkpointing} is not supported with engine=megatron "
+                "(it recomputes every layer or none); use 0 or 1",
+            ),
         ]
         for refused, message in refusals:
             if refused:

@@ -112,6 +112,12 @@ def transformer_config(params: TrialParams, vit: nn.Module):
         pipeline_dtype=torch.bfloat16 if bf16 else torch.float32,
         bias_dropout_fusion=False,
         gradient_accumulation_fusion=False,
+        # activation_checkpointing=1: every layer recomputed in the backward, as the other engines' blocks
+        **(
+            {"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1}
+            if params.activation_checkpointing
+            else {}
+        ),
     )
 
 

@@ -514,7 +514,12 @@ class TrialParams:
     def validate_megatron(self) -> None:
         """What engine=megatron does not do, one line per field."""
         refusals = [
-            (self.device == "cpu", f"engine=megatron needs {MEGATRON_NEEDS}; on CPU ranks use engine=ddp"),
+            # auto is refused too: whether the cluster has GPUs is known only once Ray has started
+            (
+                self.device != "gpu",
+                f"engine=megatron needs {MEGATRON_NEEDS}: set device=gpu (got device={self.device}); on CPU ranks "
+                "use engine=ddp",
+            ),
             (
                 self.zero_stage > 0,
                 f"zero_stage={self.zero_stage} needs engine=deepspeed (megatron shards its "

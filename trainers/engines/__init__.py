@@ -3,8 +3,8 @@
 An engine wraps the model and owns what differs between DeepSpeed, DDP and FSDP2: construction,
 mixed precision, gradient accumulation and clipping (to ``GRAD_CLIP_NORM``), the optimizer and LR
 schedule steps (DDP and FSDP2 share ``accumulation.Accumulation``; megatron-core steps its own), and
-checkpoints. The training loop sees only ``Engine``. ``build_engine`` makes the optimizer and schedule factories and hands them
-to the engine, which calls them when its model is ready (FSDP2 shards first, then builds its
+checkpoints. The training loop sees only ``Engine``. ``build_engine`` makes the optimizer and schedule
+factories and hands them to the engine, which calls them when its model is ready (FSDP2 shards first, then builds its
 optimizer over the shards).
 """
 

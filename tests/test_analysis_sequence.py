@@ -1,5 +1,6 @@
 """The resolution section: tokens per image from the model's name, one line per split (SP or TP degree, engine)
-and checkpointing setting, the largest side that fits, and where each line's memory edge falls (out-of-memory trials included, which analysis otherwise drops)."""
+and checkpointing setting, the largest side that fits, and where each line's memory edge falls (out-of-memory
+trials included, which analysis otherwise drops)."""
 
 from __future__ import annotations
 

@@ -15,11 +15,10 @@ import torch.nn.functional as F
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from tests.test_sequence_parallel import MODELS, free_port, tiny_vit
+from trainers.engines.tensor_parallel_grads import average_gradients, clip_grad_norm
 from trainers.model.tensor_parallel import (
     apply_tensor_parallel,
-    average_gradients,
     build_mesh,
-    clip_grad_norm,
     qkv_rows_for_shards,
     qkv_rows_in_timm_order,
 )

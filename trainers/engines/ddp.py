@@ -1,7 +1,7 @@
 """Plain PyTorch DDP (Ray Train's ``prepare_model``) with torch autocast and, for fp16, a GradScaler.
 
 Under tensor parallelism (a ``TensorParallelViT``) the gradient mean runs over the data-parallel sub-mesh
-only, at the accumulation boundary (``trainers.model.tensor_parallel.average_gradients``): torch's DDP
+only, at the accumulation boundary (``trainers.engines.tensor_parallel_grads``): torch's DDP
 takes no DTensor parameters, and its mean over every rank would mix different ranks' shards."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 from raysweep.core.params import TrialParams
 from trainers.engines.accumulation import Accumulation
 from trainers.engines.compiling import compiled
-from trainers.model.tensor_parallel import TensorParallelViT, average_gradients, clip_grad_norm
+from trainers.engines.tensor_parallel_grads import average_gradients, clip_grad_norm, tensor_parallel_layout
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 STATE = "ddp.pt"
@@ -36,7 +36,7 @@ class DDPEngine:
 
         model = model.to(device)
         optimizer = make_optimizer(model)
-        self.tensor_parallel = model.parallel if isinstance(model, TensorParallelViT) else None
+        self.tensor_parallel = tensor_parallel_layout(model)
         self.ddp = model if self.tensor_parallel else ray.train.torch.prepare_model(model)
         self.module = compiled(self.ddp, params)
         autocast_dtype = DTYPES[params.precision]

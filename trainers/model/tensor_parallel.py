@@ -17,9 +17,9 @@ Gradient rule (exact, pinned by tests/test_tensor_parallel.py): a column-paralle
 a replicated DTensor whose backward all-reduces its gradient over the TP group, and a row-parallel
 layer's output is all-reduced to a replicated one, so every TP rank computes the same loss and the full
 gradient of every replicated parameter, and the exact gradient of its own shards. The data-parallel mean
-therefore runs over the DP sub-mesh only (``average_gradients``); over all ranks it would mix the shards
-of different TP ranks. Clipping needs the global norm of the sharded and replicated gradients
-(``clip_grad_norm``).
+therefore runs over the DP sub-mesh only; over all ranks it would mix the shards of different TP ranks.
+Clipping needs the global norm of the sharded and replicated gradients. Both are the engine's
+(``trainers.engines.tensor_parallel_grads``), which finds the DP group in ``TensorParallelViT.parallel``.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def qkv_rows_in_timm_order(t: torch.Tensor, tp: int) -> torch.Tensor:
 
 class TensorParallelViT(nn.Module):
     """A timm ``VisionTransformer`` whose blocks are split over the mesh's TP dimension; it keeps the mesh
-    so the engine reduces gradients over the DP sub-mesh (``average_gradients``)."""
+    (``parallel``) so the engine reduces gradients over the DP sub-mesh."""
 
     def __init__(self, vit: nn.Module, mesh: TensorParallelMesh):
         from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
@@ -110,45 +110,3 @@ class TensorParallelViT(nn.Module):
 def apply_tensor_parallel(model: nn.Module, mesh: TensorParallelMesh | None) -> nn.Module:
     """The model itself for TP 1, else its blocks split over the TP group (after ``check_tensor_parallel``)."""
     return model if mesh is None else TensorParallelViT(model, mesh)
-
-
-def local_gradient(p: torch.Tensor) -> torch.Tensor | None:
-    """A parameter's gradient on this rank: its shard for a sharded (DTensor) parameter."""
-    from torch.distributed.tensor import DTensor
-
-    grad = p.grad
-    return grad.to_local() if isinstance(grad, DTensor) else grad
-
-
-def average_gradients(model: nn.Module, dp_group: dist.ProcessGroup, dp_size: int) -> None:
-    """The mean of every gradient over the DP group, in place: one flat all-reduce per dtype."""
-    if dp_size == 1:
-        return
-    grads = [g for g in (local_gradient(p) for p in model.parameters()) if g is not None]
-    for dtype in {g.dtype for g in grads}:
-        same = [g for g in grads if g.dtype == dtype]
-        flat = torch.cat([g.reshape(-1) for g in same])
-        dist.all_reduce(flat, group=dp_group)
-        flat /= dp_size
-        for g, reduced in zip(same, flat.split([g.numel() for g in same])):
-            g.copy_(reduced.view_as(g))
-
-
-def clip_grad_norm(parameters, max_norm: float) -> torch.Tensor:
-    """``torch.nn.utils.clip_grad_norm_`` over replicated and TP-sharded parameters alike: each sharded
-    gradient's norm is its whole tensor's (a partial norm all-reduced over the TP group), so every TP rank
-    scales by the same factor as TP 1 would."""
-    from torch.distributed.tensor import DTensor
-
-    grads = [p.grad for p in parameters if p.grad is not None]
-    if not grads:
-        return torch.zeros(())
-    norms = []
-    for g in grads:
-        norm = torch.linalg.vector_norm(g)
-        norms.append(norm.full_tensor() if isinstance(norm, DTensor) else norm)
-    total = torch.linalg.vector_norm(torch.stack(norms))
-    scale = torch.clamp(max_norm / (total + 1e-6), max=1.0)
-    for g in grads:
-        (g.to_local() if isinstance(g, DTensor) else g).mul_(scale)
-    return total

@@ -1,5 +1,6 @@
-"""The resolution section: tokens per image from the model's name, one line per SP degree and checkpointing
-setting, and where each line's memory edge falls (out-of-memory trials included, which analysis otherwise drops)."""
+"""The resolution section: tokens per image from the model's name, one line per split (SP or TP degree, engine)
+and checkpointing setting, the largest side that fits, and where each line's memory edge falls (out-of-memory
+trials included, which analysis otherwise drops)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,37 @@ def test_a_sweep_of_one_resolution_has_no_section(tmp_path):
     store = ResultStore(tmp_path, "one")
     add_trial(store, "a", num_workers=1, train_time_s=1.0, peak_mem_gib=1.0, **BASE)
     assert resolution_section(load_sweep(store.root)) == []
+
+
+def model_parallel_sweep(results) -> ResultStore:
+    """8 ranks at one global batch: DP 8 runs out of memory at 2048 px, TP 4 (ddp and megatron) trains 2048 px and
+    runs out at 4096, SP 8 trains all three."""
+    store = ResultStore(results, "mp")
+    for name, engine, tp, sp, size, status, memory in [
+        ("dp", "ddp", 1, 1, 1024, "completed", 30.0),
+        ("dp", "ddp", 1, 1, 2048, "oom", None),
+        ("tp", "ddp", 4, 1, 1024, "completed", 12.0),
+        ("tp", "ddp", 4, 1, 2048, "completed", 50.0),
+        ("tp", "ddp", 4, 1, 4096, "oom", None),
+        ("mtp", "megatron", 4, 1, 1024, "completed", 10.0),
+        ("mtp", "megatron", 4, 1, 2048, "completed", 40.0),
+        ("sp", "ddp", 1, 8, 1024, "completed", 5.0),
+        ("sp", "ddp", 1, 8, 2048, "completed", 18.0),
+        ("sp", "ddp", 1, 8, 4096, "completed", 70.0),
+    ]:
+        measured = {"peak_mem_gib": memory, "train_time_s": 4.0} if status == "completed" else {}
+        add_trial(
+            store, f"{name}_{size}", status=status, num_workers=8, engine=engine, tensor_parallel=tp,
+            sequence_parallel=sp, image_size=size, activation_checkpointing=1, **BASE, **measured,
+        )  # fmt: skip
+    return store
+
+
+def test_tp_under_each_engine_sp_and_dp_alone_are_lines_with_their_largest_side(tmp_path):
+    edges = sorted(line.edge for line in resolution_lines(load_sweep(model_parallel_sweep(tmp_path).root)))
+    assert len(edges) == 4, edges
+    tp_ddp = next(e for e in edges if e.startswith("TP 4") and "ddp" in e)
+    assert "largest side that fits 2048 px" in tp_ddp and tp_ddp.endswith("and 65,536 (out of memory)")
+    assert any(e.startswith("TP 4") and "megatron" in e and "no memory edge" in e for e in edges)
+    assert any(e.startswith("SP 8") and "(up to 65,536 tokens per image, 4096 px)" in e for e in edges)
+    assert any(e.startswith("SP 1") and "largest side that fits 1024 px" in e for e in edges)  # DP alone

@@ -24,7 +24,7 @@ from tests.cli_helpers import no_sweep_starts  # noqa: F401
         ("batch_grid", {"collective_timeout": 0}, "--collective-timeout must be a positive number of seconds"),
         ("batch_grid", {"name": "../up"}, "sweep"),
         ({"axes": {"epochs": [1]}, "colour": "red"}, {}, "unknown key 'colour'"),
-        ({"fixed": {"engine": "megatron"}}, {}, "engine='megatron' is not one of deepspeed, ddp, fsdp"),
+        ({"fixed": {"engine": "jax"}}, {}, "engine='jax' is not one of deepspeed, ddp, fsdp"),
         (42, {}, "space must be a bundled name, a .yaml path or a mapping, got int"),
     ],
 )

@@ -186,7 +186,7 @@ BAD_INPUT = {
     ),
     "misspelt engine": (
         ["--space", "batch_grid", "--set", "engine=fsdpp"],
-        "engine='fsdpp' is not one of deepspeed, ddp, fsdp, accelerate; did you mean 'fsdp'?",
+        "engine='fsdpp' is not one of deepspeed, ddp, fsdp, accelerate, megatron; did you mean 'fsdp'?",
     ),
     "image smaller than a patch": (
         ["--space", "batch_grid", "--set", "image_size=3"],
@@ -195,6 +195,14 @@ BAD_INPUT = {
     "sequence parallel with ZeRO-3": (
         ["--space", "batch_grid", "--set", "num_workers=2", "--set", "sequence_parallel=2", "--set", "zero_stage=3"],
         "sequence_parallel=2 supports zero_stage in (0, 1, 2), got zero_stage=3",
+    ),
+    "megatron on CPU ranks": (
+        ["--space", "batch_grid", "--set", "engine=megatron"],
+        "engine=megatron needs CUDA GPUs and the megatron extra (pip install raysweep[megatron]): set device=gpu",
+    ),
+    "tensor parallel over 3 heads": (
+        ["--space", "batch_grid", "--set", "num_workers=2", "--set", "tensor_parallel=2", "--set", "engine=ddp"],
+        "tensor_parallel=2 does not divide the 3 attention heads of model=vit_micro_patch4_32",
     ),
 }
 

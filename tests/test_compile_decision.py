@@ -67,6 +67,8 @@ def test_accumulation_counts_every_micro_batch_of_a_step():
     [
         ({"device": "cpu"}, "CPU trial (auto compiles GPU trials only)"),
         ({"engine": "fsdp"}, "engine=fsdp does not compile"),
+        ({"engine": "megatron"}, "engine=megatron does not compile"),
+        ({"engine": "ddp", "num_workers": 2, "tensor_parallel": 2}, "tensor_parallel=2 does not compile"),
         ({"zero_stage": 3}, "zero_stage=3 does not compile"),
     ],
 )

@@ -177,7 +177,7 @@ def test_defaults_are_valid():
         ),
         ({"device": "tpu"}, ["device='tpu'", "auto", "cpu", "gpu"]),
         ({"optimizer": "adam"}, ["optimizer='adam'", "adamw", "sgd", "lamb"]),
-        ({"engine": "megatron"}, ["engine='megatron'", "deepspeed", "ddp", "fsdp"]),
+        ({"engine": "jax"}, ["engine='jax'", "deepspeed", "ddp", "fsdp", "megatron"]),
         ({"lr_schedule": "step"}, ["lr_schedule='step'", "constant", "cosine"]),
         ({"num_workers": 3, "sequence_parallel": 2}, ["num_workers=3 is not a multiple of sequence_parallel=2"]),
         ({"zero_stage": 4}, ["zero_stage=4", "0, 1, 2, 3"]),

@@ -25,8 +25,9 @@ SPACE_ARGS = {"batch_grid": ("--set", "image_size=224"), "tuned_batch": ("--set"
 PLANNED_ON_8_GPUS = {
     "accum_grid": 8 * 3,
     "batch_grid": 5 * 3,
-    "engine": 8,  # ZeRO 0-3, DDP, Accelerate, FSDP2 with and without resharding
+    "engine": 9,  # ZeRO 0-3, DDP, Accelerate, FSDP2 with and without resharding, megatron
     "heterogeneity": 3 * 3,
+    "model_parallel": 24,  # 3 resolutions x (DP 8; TP 2, 4 under ddp and megatron; SP 2, 4, 8)
     "optimizers": 3,
     "placement": 2,
     "precision": 3,
@@ -78,8 +79,9 @@ def test_space_dry_runs_at_paper_scale_on_8_gpus(capsys, name):
     for row in rows:
         assert row["model"] == model and row["dataset"] == "synthetic"
         assert row["device"] == "gpu" and "GPU" in row["needs"]
-        # Ranks of one sequence-parallel group share their samples: only num_workers / SP replicas add to it.
-        replicas = int(row["num_workers"]) // int(row.get("sequence_parallel", 1))
+        # Ranks of one sequence- or tensor-parallel group share their samples: only num_workers / (SP x TP)
+        # replicas add to it.
+        replicas = int(row["num_workers"]) // int(row.get("sequence_parallel", 1)) // int(row.get("tensor_parallel", 1))
         assert int(row["global_batch"]) == (
             int(row["micro_batch_per_worker"]) * int(row["grad_accum_steps"]) * replicas
         )
@@ -169,3 +171,29 @@ def test_combinations_a_space_cannot_run_are_refused_before_launch(capsys, argv,
     code, out, err = dry_run(capsys, *argv, "--dry-run")
     assert code == 2 and out == ""
     assert message in err and err.count("\n") == 1
+
+
+def test_model_parallel_splits_8_ranks_three_ways_at_one_global_batch(capsys):
+    code, out, err = dry_run(capsys, "--space", "model_parallel", "--dry-run", "--assume-gpus", "8")
+    assert code == 0, err
+    rows = table_rows(out)
+    splits = {(r["engine"], int(r["tensor_parallel"]), int(r["sequence_parallel"])) for r in rows}
+    assert splits == {
+        ("ddp", 1, 1),
+        *((engine, tp, 1) for engine in ("ddp", "megatron") for tp in (2, 4)),
+        *(("ddp", 1, sp) for sp in (2, 4, 8)),
+    }
+    for row in rows:  # micro batch = 8 / data-parallel ranks
+        dp = 8 // (int(row["tensor_parallel"]) * int(row["sequence_parallel"]))
+        assert (row["num_workers"], row["global_batch"], int(row["micro_batch_per_worker"])) == ("8", "8", 8 // dp)
+    assert {r["image_size"] for r in rows} == {"1024", "2048", "4096"}
+
+
+def test_engine_space_lists_megatron_on_gpus_and_drops_it_without_them(capsys):
+    code, out, err = dry_run(capsys, "--space", "engine", "--dry-run", "--assume-gpus", "2")
+    assert code == 0, err
+    assert "megatron" in {r["engine"] for r in table_rows(out)}
+    code, out, err = dry_run(capsys, "--space", "engine", "--dry-run", "--assume-gpus", "0")
+    assert code == 0, err
+    assert "megatron" not in {r["engine"] for r in table_rows(out)}
+    assert "dropped: trial" in out and "engine=megatron" in out and "needs 2 x (1 CPU + 1 GPU)" in out

@@ -38,6 +38,7 @@ from trainers.measure.timing import time_allreduce_ms
 from trainers.model.activation_checkpointing import apply_activation_checkpointing
 from trainers.model.models import create_model, native_image_size
 from trainers.model.sequence_parallel import apply_sequence_parallel, build_groups
+from trainers.model.tensor_parallel import apply_tensor_parallel, build_mesh
 from trainers.numerics import gradient_reduction, set_math_modes
 
 
@@ -61,13 +62,16 @@ def train_trial(trial: RankTrial) -> None:
     meter.mark("data_loaded")
     use_collective_timeout(trial.spec.collective_timeout_s)  # before DeepSpeed and SP make their groups
     groups = build_groups(world, params.sequence_parallel)  # collective: every rank, the same order
+    # torch's tensor parallelism (collective too); megatron-core splits its own layers over its own groups
+    mesh = build_mesh(world, params.tensor_parallel, device) if params.engine != "megatron" else None
     with torch.device(device):  # initialise the weights where they will live: seconds faster on a GPU
         model = create_model(params.model, data.num_classes, params.image_size, params.in_chans)
     reduction = gradient_reduction(params, model)  # before the engine wraps or shards the model
     compute = ComputeRate(
         training_flops_per_sample(model), peak_flops(device_name(device), params.precision, params.peak_tflops)
     )
-    model = apply_activation_checkpointing(apply_sequence_parallel(model, groups), params.activation_checkpointing)
+    model = apply_tensor_parallel(apply_sequence_parallel(model, groups), mesh)
+    model = apply_activation_checkpointing(model, params.activation_checkpointing)
     meter.mark("model_built")
     plan = EpochPlan.of(params, data, start_epoch=0)
     total_steps = plan.steps_per_epoch * params.epochs

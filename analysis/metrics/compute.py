@@ -43,6 +43,7 @@ TRIAL_COLUMNS = [
     "data_scaling",
     "num_workers",
     "sequence_parallel",
+    "tensor_parallel",
     "micro_batch_per_worker",
     "grad_accum_steps",
     "global_batch",

@@ -379,6 +379,7 @@ def trials_section(analysis: SweepAnalysis, plots: Plots) -> list[Block]:
         "trial_id",
         "num_workers",
         "sequence_parallel",
+        "tensor_parallel",
         "micro_batch_per_worker",
         "grad_accum_steps",
         "global_batch",

@@ -1,5 +1,6 @@
-"""Resolution against sequence parallelism: peak memory per rank and throughput per GPU against the tokens per
-image, one line per SP degree (and checkpointing setting), and where each line's memory edge falls.
+"""Resolution against model parallelism: peak memory per rank and throughput per GPU against the tokens per
+image, one line per split (SP or TP degree, engine) and checkpointing setting, where each line's memory edge
+falls and the largest image side that fits (the ``scientific`` and ``model_parallel`` spaces' rule).
 
 A line is the trials that differ only in resolution.  Its edge lies between the most tokens that trained and
 the fewest that ran out of memory (trials of status ``oom``, read from the sweep's trials table: they are not
@@ -20,7 +21,14 @@ from analysis.rows.load import SweepData, read
 from raysweep.core.status import TrialStatus
 
 # a line's identity: what besides the resolution tells trials apart here
-LINE_KEYS = ("model", "sequence_parallel", "activation_checkpointing", "micro_batch_per_worker")
+LINE_KEYS = (
+    "model",
+    "engine",
+    "tensor_parallel",
+    "sequence_parallel",
+    "activation_checkpointing",
+    "micro_batch_per_worker",
+)
 MODEL_PATCH = re.compile(r"patch(\d+)_(\d+)")
 
 
@@ -47,26 +55,37 @@ class ResolutionLine:
         """Where memory ran out, in words."""
         trained = int(self.points["tokens"].max()) if len(self.points) else None
         failed = min((t for t in self.out_of_memory if trained is None or t > trained), default=None)
-        if failed is None:
-            return f"{self.label}: every resolution trained (up to {trained:,} tokens per image): no memory edge"
         if trained is None:
             return f"{self.label}: out of memory at every resolution tried (from {failed:,} tokens per image)"
+        side = int(self.points.loc[self.points["tokens"].idxmax(), "image_size"])
+        if failed is None:
+            return (
+                f"{self.label}: every resolution trained (up to {trained:,} tokens per image, {side} px): "
+                "no memory edge"
+            )
         return (
-            f"{self.label}: the memory edge lies between {trained:,} tokens per image (trained) and "
-            f"{failed:,} (out of memory)"
+            f"{self.label}: largest side that fits {side} px; the memory edge lies between {trained:,} tokens per "
+            f"image (trained) and {failed:,} (out of memory)"
         )
 
 
 def line_label(key: tuple) -> str:
-    model, sp, checkpointing, micro = key
+    model, engine, tp, sp, checkpointing, micro = key
     every = "off" if not checkpointing else ("every block" if checkpointing == 1 else f"every {checkpointing}th block")
-    return f"SP {sp}, checkpointing {every} ({model}, micro batch {micro})"
+    split = f"TP {tp}" if tp > 1 else f"SP {sp}"
+    return f"{split}, checkpointing {every} ({model}, {engine or 'engine not recorded'}, micro batch {micro})"
 
 
 def with_tokens(trials: pd.DataFrame) -> pd.DataFrame:
     trials = trials.copy()
-    for column, default in (("sequence_parallel", 1), ("activation_checkpointing", 0), ("image_size", 0)):
+    for column, default in (
+        ("sequence_parallel", 1),
+        ("tensor_parallel", 1),
+        ("activation_checkpointing", 0),
+        ("image_size", 0),
+    ):
         trials[column] = trials[column].fillna(default).astype(int) if column in trials else default
+    trials["engine"] = trials["engine"].fillna("") if "engine" in trials else ""
     trials["tokens"] = [patch_tokens(m, s) for m, s in zip(trials["model"], trials["image_size"])]
     return trials[trials["tokens"].notna()]
 
@@ -102,7 +121,8 @@ def resolution_section(data: SweepData) -> list[Block]:
         Heading("Resolution and sequence parallelism"),
         Paragraph(
             "Peak memory per rank (GiB) and throughput per GPU (samples/s) against the patch tokens per image, "
-            "one column per SP degree and checkpointing setting (medians over repeats; — not run or out of memory)."
+            "one column per split (SP or TP degree, engine) and checkpointing setting (medians over repeats; — not "
+            "run or out of memory)."
         ),
     ]
     for metric in ("peak_mem_gib", "throughput_per_gpu"):

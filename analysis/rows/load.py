@@ -36,6 +36,7 @@ OPTIONAL_TRIAL_COLUMNS = (
     "mfu",
     "joules_per_sample",
     "sequence_parallel",
+    "tensor_parallel",
     "seed",
     "repeat",
     "params_json",

@@ -125,8 +125,10 @@ def engine_refusal(params: TrialParams) -> str:
         # Inductor on CPU generates and builds C++ for minutes, and the small models CPU sweeps train
         # gain little from it: the CPU step is bound by the matmuls, not by launches.
         return "CPU trial (auto compiles GPU trials only)"
-    if params.engine == "fsdp":
-        return "engine=fsdp does not compile"
+    if params.engine in ("fsdp", "megatron"):
+        return f"engine={params.engine} does not compile"
+    if params.tensor_parallel > 1:
+        return f"tensor_parallel={params.tensor_parallel} does not compile"
     if params.zero_stage == 3:
         return "zero_stage=3 does not compile (parameters are partitioned)"
     return ""

@@ -23,7 +23,7 @@ PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 DEVICES = ("auto", "cpu", "gpu")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 OPTIMIZERS = ("adamw", "sgd", "lamb")
-ENGINES = ("deepspeed", "ddp", "fsdp", "accelerate")
+ENGINES = ("deepspeed", "ddp", "fsdp", "accelerate", "megatron")
 COMPILES = ("false", "true", "auto")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
 LR_SCHEDULES = ("constant", "cosine")
@@ -37,6 +37,12 @@ ZERO_STAGES = (0, 1, 2, 3)
 # The ZeRO stages sequence parallelism runs with: ZeRO-3 gathers a module's parameters only when that module
 # runs, and the SP forward reads the position embedding outside any submodule's forward.
 SP_ZERO_STAGES = (0, 1, 2)
+# The engines tensor parallelism runs under: ddp (torch's tensor-parallel API over a DeviceMesh, the gradient
+# mean over the data-parallel sub-mesh; CPU gloo ranks too) and megatron (megatron-core's own parallel layers).
+TP_ENGINES = ("ddp", "megatron")
+# What engine=megatron needs on every rank: megatron-core's layers, RNG tracker and DistributedDataParallel
+# allocate on the current CUDA device (checked: megatron-core 0.16 imports on CPU but fails there).
+MEGATRON_NEEDS = "CUDA GPUs and the megatron extra (pip install raysweep[megatron])"
 # Synthetic data has no natural epoch: this many optimizer steps make one.
 SYNTHETIC_STEPS_PER_EPOCH = 30
 # datasets whose channel count is any in_chans: arrays hold their own, synthetic makes what the model takes
@@ -105,7 +111,8 @@ class TrialParams:
         default="deepspeed",
         metadata={
             "doc": "deepspeed | ddp (Ray Train's prepare_model) | fsdp (PyTorch FSDP2) | accelerate (Hugging Face "
-            "Accelerate's Accelerator, its DDP path)"
+            "Accelerate's Accelerator, its DDP path) | megatron (megatron-core's transformer layers, "
+            "DistributedDataParallel and distributed optimizer; CUDA GPUs only)"
         },
     )
     activation_checkpointing: int = field(
@@ -123,6 +130,13 @@ class TrialParams:
         metadata={
             "doc": "ranks that split each image's patch tokens (DeepSpeed-Ulysses); num_workers = data-parallel "
             "ranks x sequence_parallel"
+        },
+    )
+    tensor_parallel: int = field(
+        default=1,
+        metadata={
+            "doc": "ranks that split each block's attention heads and MLP columns (Megatron-style tensor "
+            "parallelism; engine=ddp or megatron); num_workers = data-parallel ranks x tensor_parallel"
         },
     )
     zero_stage: int = field(
@@ -240,8 +254,13 @@ class TrialParams:
     # ---- derived values -------------------------------------------------------------
     @property
     def data_parallel_size(self) -> int:
-        """Replicas that split the batch: ranks over the sequence-parallel degree."""
-        return self.num_workers // self.sequence_parallel
+        """Replicas that split the batch: ranks over the model-parallel degree (sequence or tensor)."""
+        return self.num_workers // self.model_parallel_size
+
+    @property
+    def model_parallel_size(self) -> int:
+        """Ranks that share one replica's samples: the sequence-parallel times the tensor-parallel degree."""
+        return self.sequence_parallel * self.tensor_parallel
 
     @property
     def effective_micro_batch(self) -> int:
@@ -350,7 +369,14 @@ class TrialParams:
             )
         choose("data_scaling", self.data_scaling, DATA_SCALINGS)
         choose("zero_stage", self.zero_stage, ZERO_STAGES)
-        for name in ("epochs", "micro_batch_per_worker", "grad_accum_steps", "num_workers", "sequence_parallel"):
+        for name in (
+            "epochs",
+            "micro_batch_per_worker",
+            "grad_accum_steps",
+            "num_workers",
+            "sequence_parallel",
+            "tensor_parallel",
+        ):
             positive(name, getattr(self, name))
         for name in (
             "image_size",
@@ -383,6 +409,16 @@ class TrialParams:
             raise UsageError(
                 f"num_workers={self.num_workers} is not a multiple of sequence_parallel={self.sequence_parallel}; "
                 f"use num_workers = data-parallel ranks x {self.sequence_parallel}"
+            )
+        if self.tensor_parallel > 1 and self.sequence_parallel > 1:
+            raise UsageError(
+                f"tensor_parallel={self.tensor_parallel} with sequence_parallel={self.sequence_parallel} is not "
+                "supported; set one of them to 1"
+            )
+        if self.num_workers % self.tensor_parallel:
+            raise UsageError(
+                f"num_workers={self.num_workers} is not a multiple of tensor_parallel={self.tensor_parallel}; "
+                f"use num_workers = data-parallel ranks x {self.tensor_parallel}"
             )
         if self.checkpoint_every < 0:
             raise UsageError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
@@ -431,6 +467,10 @@ class TrialParams:
             self.validate_fsdp()
         if self.sequence_parallel > 1:
             self.validate_sequence_parallel()
+        if self.tensor_parallel > 1:
+            self.validate_tensor_parallel()
+        if self.engine == "megatron":
+            self.validate_megatron()
 
     def validate_fsdp(self) -> None:
         """What the FSDP2 engine does not do, one line per field."""
@@ -459,6 +499,49 @@ class TrialParams:
                 f"sequence_parallel={self.sequence_parallel} supports zero_stage in {SP_ZERO_STAGES}, "
                 f"got zero_stage={self.zero_stage}"
             )
+
+    def validate_tensor_parallel(self) -> None:
+        """What tensor parallelism runs with; the model's heads and widths are checked against its shape
+        (``trainers.model.tensor_parallel_check``)."""
+        if self.engine not in TP_ENGINES:
+            raise UsageError(
+                f"tensor_parallel={self.tensor_parallel} needs engine in {', '.join(TP_ENGINES)}, got "
+                f"engine={self.engine}{did_you_mean(self.engine, TP_ENGINES)}"
+            )
+        if self.compile == "true":
+            raise UsageError(f"compile=true is not supported with tensor_parallel={self.tensor_parallel}; use false")
+
+    def validate_megatron(self) -> None:
+        """What engine=megatron does not do, one line per field."""
+        refusals = [
+            # auto is refused too: whether the cluster has GPUs is known only once Ray has started
+            (
+                self.device != "gpu",
+                f"engine=megatron needs {MEGATRON_NEEDS}: set device=gpu (got device={self.device}); on CPU ranks "
+                "use engine=ddp",
+            ),
+            (
+                self.zero_stage > 0,
+                f"zero_stage={self.zero_stage} needs engine=deepspeed (megatron shards its "
+                "optimizer state with its distributed optimizer)",
+            ),
+            (self.optimizer != "adamw", f"optimizer={self.optimizer} is not supported with engine=megatron; use adamw"),
+            (self.precision == "fp16", "precision=fp16 is not supported with engine=megatron; use bf16 or fp32"),
+            (self.compile == "true", "compile=true is not supported with engine=megatron; use compile=false"),
+            (
+                self.sequence_parallel > 1,
+                f"sequence_parallel={self.sequence_parallel} is not supported with engine=megatron; use 1",
+            ),
+            (bool(self.slow_ranks), f"slow_ranks={self.slow_ranks!r} is not supported with engine=megatron"),
+            (
+                self.activation_checkpointing > 1,
+                f"activation_checkpointing={self.activation_checkpointing} is not supported with engine=megatron "
+                "(it recomputes every layer or none); use 0 or 1",
+            ),
+        ]
+        for refused, message in refusals:
+            if refused:
+                raise UsageError(message)
 
 
 def choose(name: str, value: Any, allowed: tuple) -> None:

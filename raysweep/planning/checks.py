@@ -21,6 +21,7 @@ def check_values(params: TrialParams) -> None:
     """The values and their combinations, and what the model's declared shape rules out (no torch, no timm)."""
     from trainers.model.models import check_model_name, declared_patch_size
     from trainers.model.sequence_parallel_check import check_sequence_parallel, declared_token_shape
+    from trainers.model.tensor_parallel_check import check_tensor_parallel, declared_width_shape
 
     params.validate()
     patch = declared_patch_size(params.model)
@@ -38,6 +39,11 @@ def check_values(params: TrialParams) -> None:
         check_sequence_parallel(
             sp, shape, params.zero_stage, params.engine, params.num_workers, f"model={params.model}"
         )
+    widths = declared_width_shape(params.model)
+    if widths is not None:
+        check_tensor_parallel(
+            params.tensor_parallel, widths, params.engine, params.num_workers, f"model={params.model}"
+        )
 
 
 def check_trial(params: TrialParams, *, local_files: bool = True) -> None:
@@ -45,11 +51,13 @@ def check_trial(params: TrialParams, *, local_files: bool = True) -> None:
     from trainers.data.datasets import DATASETS, check_data_dir
     from trainers.model.models import check_model_name
     from trainers.model.sequence_parallel_check import check_trial as check_sequence_parallel
+    from trainers.model.tensor_parallel_check import check_trial as check_tensor_parallel
 
     choose("dataset", params.dataset, tuple(DATASETS))
     check_model_name(params.model)
     params.validate()
     check_sequence_parallel(params)  # heads and tokens the SP degree must divide, read from the model
+    check_tensor_parallel(params)  # heads and widths the TP degree must divide, read from the model
     if not (local_files and params.data_dir):
         return
     if not Path(params.data_dir).is_dir():

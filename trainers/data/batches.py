@@ -269,7 +269,8 @@ def loader_workers(params: TrialParams) -> int:
 def make_batches(
     params: TrialParams, data: ImageData, device: torch.device, image_size: int, input_dtype: torch.dtype, rank: int
 ) -> Batches:
-    """This rank's batches; ranks of one sequence-parallel group share a data-parallel rank, hence samples."""
+    """This rank's batches; ranks of one sequence- or tensor-parallel group share a data-parallel rank, hence
+    samples."""
     loading = FolderLoading(
         CropRecipe(params.crop_scale_min, params.crop_ratio_min, params.crop_ratio_max, params.flip),
         params.in_chans,
@@ -278,7 +279,7 @@ def make_batches(
         params.skip_bad_files,
     )
     data = folder_to_read(params, data, image_size, loading.workers, rank)
-    dp_rank = rank // params.sequence_parallel
+    dp_rank = rank // params.model_parallel_size
     return Batches(data, device, image_size, input_dtype, dp_rank, params.data_parallel_size, params.seed, loading)
 
 

@@ -2,9 +2,9 @@
 
 An engine wraps the model and owns what differs between DeepSpeed, DDP and FSDP2: construction,
 mixed precision, gradient accumulation and clipping (to ``GRAD_CLIP_NORM``), the optimizer and LR
-schedule steps (DDP and FSDP2 share ``accumulation.Accumulation``), and checkpoints. The training
-loop sees only ``Engine``. ``build_engine`` makes the optimizer and schedule factories and hands them
-to the engine, which calls them when its model is ready (FSDP2 shards first, then builds its
+schedule steps (DDP and FSDP2 share ``accumulation.Accumulation``; megatron-core steps its own), and
+checkpoints. The training loop sees only ``Engine``. ``build_engine`` makes the optimizer and schedule
+factories and hands them to the engine, which calls them when its model is ready (FSDP2 shards first, then builds its
 optimizer over the shards).
 """
 
@@ -22,6 +22,7 @@ from trainers.engines.accelerate import AccelerateEngine
 from trainers.engines.ddp import DTYPES, DDPEngine
 from trainers.engines.deepspeed import DeepSpeedEngine
 from trainers.engines.fsdp import FSDPEngine
+from trainers.engines.megatron import MegatronEngine
 
 OptimizerFactory = Callable[[torch.nn.Module], torch.optim.Optimizer]
 SchedulerFactory = Callable[[torch.optim.Optimizer], torch.optim.lr_scheduler.LRScheduler]
@@ -50,6 +51,7 @@ ENGINES: dict[str, EngineFactory] = {
     "ddp": DDPEngine,
     "fsdp": FSDPEngine,
     "accelerate": AccelerateEngine,
+    "megatron": MegatronEngine,
 }
 
 
@@ -71,7 +73,11 @@ def build_optimizer(params: TrialParams, model: torch.nn.Module, device: torch.d
     from timm.optim import create_optimizer_v2
 
     extra = {"momentum": 0.9} if params.optimizer == "sgd" else {}
-    if params.optimizer == "adamw" and device.type == "cuda":
+    if params.tensor_parallel > 1:
+        # torch's foreach and fused kernels take a list of one kind: all DTensors or all tensors, and TP
+        # leaves the embeddings, norms and head plain tensors beside the sharded DTensors.
+        extra["foreach"] = False
+    elif params.optimizer == "adamw" and device.type == "cuda":
         extra["fused"] = True
     return create_optimizer_v2(
         model, params.optimizer, lr=params.learning_rate, weight_decay=params.weight_decay, **extra

@@ -9,6 +9,8 @@ The engine itself keeps what differs: when its gradients synchronise, and its ch
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from trainers.engines.deepspeed_config import GRAD_CLIP_NORM
@@ -25,6 +27,7 @@ class Accumulation:
         scheduler: torch.optim.lr_scheduler.LRScheduler,
         scaler: torch.amp.GradScaler | None = None,
         foreach: bool | None = None,
+        clip: Callable[..., torch.Tensor] | None = None,
     ):
         self.accum = accum
         self.model = model  # whose gradients are clipped
@@ -33,6 +36,8 @@ class Accumulation:
         self.scaler = scaler
         self.foreach = foreach  # torch's choice of clipping kernels; None lets torch pick
         self.micro_steps = 0  # micro batches stepped so far (a checkpoint keeps it)
+        # the global-norm clip: torch's, or one that knows tensor-parallel shards (parameters, max norm)
+        self.clip = clip
 
     def at_boundary(self) -> bool:
         """Whether the micro batch now running ends an optimizer step."""
@@ -46,7 +51,10 @@ class Accumulation:
         if self.at_boundary():
             if self.scaler is not None:
                 self.scaler.unscale_(self.optimizer)
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), GRAD_CLIP_NORM, foreach=self.foreach)
+            if self.clip is not None:
+                self.clip(self.model.parameters(), GRAD_CLIP_NORM)
+            else:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), GRAD_CLIP_NORM, foreach=self.foreach)
             if self.scaler is not None:
                 self.scaler.step(self.optimizer)
                 self.scaler.update()

@@ -1,4 +1,8 @@
-"""Plain PyTorch DDP (Ray Train's ``prepare_model``) with torch autocast and, for fp16, a GradScaler."""
+"""Plain PyTorch DDP (Ray Train's ``prepare_model``) with torch autocast and, for fp16, a GradScaler.
+
+Under tensor parallelism (a ``TensorParallelViT``) the gradient mean runs over the data-parallel sub-mesh
+only, at the accumulation boundary (``trainers.engines.tensor_parallel_grads``): torch's DDP
+takes no DTensor parameters, and its mean over every rank would mix different ranks' shards."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import torch
 from raysweep.core.params import TrialParams
 from trainers.engines.accumulation import Accumulation
 from trainers.engines.compiling import compiled
+from trainers.engines.tensor_parallel_grads import average_gradients, clip_grad_norm, tensor_parallel_layout
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 STATE = "ddp.pt"
@@ -31,7 +36,8 @@ class DDPEngine:
 
         model = model.to(device)
         optimizer = make_optimizer(model)
-        self.ddp = ray.train.torch.prepare_model(model)
+        self.tensor_parallel = tensor_parallel_layout(model)
+        self.ddp = model if self.tensor_parallel else ray.train.torch.prepare_model(model)
         self.module = compiled(self.ddp, params)
         autocast_dtype = DTYPES[params.precision]
         self.autocast = (
@@ -39,7 +45,13 @@ class DDPEngine:
         )
         scaler = torch.amp.GradScaler(device.type) if params.precision == "fp16" else None
         self.accumulation = Accumulation(
-            params.grad_accum_steps, self.ddp, optimizer, make_scheduler(optimizer), scaler, foreach=True
+            params.grad_accum_steps,
+            self.ddp,
+            optimizer,
+            make_scheduler(optimizer),
+            scaler,
+            foreach=True,
+            clip=clip_grad_norm if self.tensor_parallel else None,
         )
         # Weights stay fp32 under autocast, so inputs and gradients (and their all-reduce) are fp32.
         self.input_dtype = torch.float32
@@ -55,6 +67,8 @@ class DDPEngine:
             self.accumulation.scaled(loss).backward()
 
     def step(self) -> None:
+        if self.tensor_parallel and self.accumulation.at_boundary():
+            average_gradients(self.ddp, self.tensor_parallel.dp_group, self.tensor_parallel.dp_size)
         self.accumulation.step()
 
     def train(self) -> None:
@@ -66,13 +80,19 @@ class DDPEngine:
     def bare_model(self) -> torch.nn.Module:
         return self.ddp.module if isinstance(self.ddp, torch.nn.parallel.DistributedDataParallel) else self.ddp
 
+    def state_file(self) -> str:
+        """Under TP each TP rank holds its own shards: one file per TP rank, else one for all."""
+        return f"ddp_tp{self.tensor_parallel.tp_rank}.pt" if self.tensor_parallel else STATE
+
     def save(self, directory: Path, rank: int) -> None:
-        """Rank 0 writes the replicated state: every rank holds the same weights and optimizer state."""
-        if rank == 0:
-            torch.save(self.accumulation.replicated_state(self.bare_model()), Path(directory) / STATE)
+        """The first data-parallel replica writes the state: every replica holds the same weights and optimizer
+        state (its TP ranks their own shards)."""
+        first_replica = self.tensor_parallel.dp_rank == 0 if self.tensor_parallel else rank == 0
+        if first_replica:
+            torch.save(self.accumulation.replicated_state(self.bare_model()), Path(directory) / self.state_file())
 
     def load(self, directory: Path) -> None:
-        state = torch.load(Path(directory) / STATE, map_location="cpu", weights_only=False)
+        state = torch.load(Path(directory) / self.state_file(), map_location="cpu", weights_only=False)
         self.accumulation.load_replicated_state(self.bare_model(), state)
 
     def close(self) -> None:

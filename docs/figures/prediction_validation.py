@@ -21,6 +21,14 @@ class Validation:
     def error(self) -> float:
         return abs(self.worst["error"])
 
+    @property
+    def step_scales(self) -> tuple[float, float]:
+        """What a predicted step is multiplied by to span the measured ones, measured = predicted / (1 + error):
+        from the largest over-prediction's scale to the largest under-prediction's (1 where the errors have one
+        sign, so the prediction itself is inside)."""
+        errors = [r["error"] for r in self.rows]
+        return 1 / (1 + max(max(errors), 0.0)), 1 / (1 + min(min(errors), 0.0))
+
 
 def validation() -> Validation:
     rows = [r for r in summary(EXPERIMENT) if r["error"] is not None]

@@ -3,9 +3,9 @@
 paper's global batches (strong scaling). The per-rank compute from the model's training FLOPs a sample
 (counted by ``trainers.measure.flops`` on the timm model the inputs name), the peak and the assumed MFU; the
 fp32 gradient all-reduce on the named Ethernet links (``analysis.prediction.link_model``); the overlap at its
-bounds, none and full. Each efficiency carries the range the validation's worst error gives
-(``prediction_validation.validation``): the multi-node step time scaled by 1 +/- that error, the 1-node step the
-reference."""
+bounds, none and full. Each efficiency carries the range the validation's errors give
+(``prediction_validation.validation``): the multi-node step time scaled as the measured steps were against their
+predictions (measured = predicted / (1 + error)), the 1-node step the reference."""
 
 from __future__ import annotations
 
@@ -90,12 +90,17 @@ def gbit(value: float) -> str:
     return "never" if math.isinf(value) else f"{value:.1f}"
 
 
-def with_range(s: Study, batch: int, nodes: int, link: float, overlap: float, error: float) -> str:
-    """``e (low-high)``: the step time scaled by 1 + error and 1 - error; above 1 is capped (no superlinear step)."""
+def with_range(s: Study, batch: int, nodes: int, link: float, overlap: float, scales: tuple[float, float]) -> str:
+    """``e (low-high)``: the step time scaled by the validation's ``step_scales`` (the longer step gives the lower
+    efficiency); above 1 is capped (no superlinear step)."""
     e = s.efficiency(batch, nodes, link, overlap)
-    low = s.efficiency(batch, nodes, link, overlap, 1 + error)
-    high = min(1.0, s.efficiency(batch, nodes, link, overlap, 1 - error))
+    low = s.efficiency(batch, nodes, link, overlap, scales[1])
+    high = min(1.0, s.efficiency(batch, nodes, link, overlap, scales[0]))
     return f"{e:.2f} ({low:.2f}-{high:.2f})"
+
+
+def scales_text(scales: tuple[float, float]) -> str:
+    return f"x{scales[0]:.2f} to x{scales[1]:.2f}"
 
 
 @figure("study-prediction-validation")
@@ -104,9 +109,10 @@ def study_prediction_validation() -> str:
     w = v.worst
     which = "held-out " if v.held_out else ""
     return (
-        f"Each predicted efficiency carries a range: the multi-node step time scaled by 1 +/- {v.error:.1%}, the "
-        f"worst {which}error of the model's validation (`docs/results/{VALIDATION}/`, {w['run']}, {w['scaling']} "
-        f"scaling at {w['num_workers']} ranks, over {len(v.rows)} predictions on one host's CPU cores), the 1-node "
+        f"Each predicted efficiency carries a range: the multi-node step time scaled {scales_text(v.step_scales)}, "
+        f"as the measured steps of the model's validation were against its {which}predictions (measured = predicted "
+        f"/ (1 + error); `docs/results/{VALIDATION}/`, {len(v.rows)} {which}predictions on one host's CPU cores, the "
+        f"worst {w['error']:+.1%}: {w['run']}, {w['scaling']} scaling at {w['num_workers']} ranks), the 1-node "
         "step the reference; a range's top is capped at 1.00. That validation ran on CPUs over gloo on one host: "
         "this cluster's T4s and Ethernet links are a device and links the model was never calibrated on, so every "
         "figure here is an extrapolation and its error may exceed the range."
@@ -145,13 +151,13 @@ def study_prediction_inputs() -> str:
 @figure("study-prediction-efficiency")
 def study_prediction_efficiency() -> str:
     s = study()
-    error = validation().error
+    scales = validation().step_scales
     nodes = [n for n in s["nodes"] if n > 1]
     parts = []
     for link in s["links_gbit"]:
         rows = [
             [str(batch), label]
-            + [with_range(s, batch, n, link, overlap, error) if batch % n == 0 else "-" for n in nodes]
+            + [with_range(s, batch, n, link, overlap, scales) if batch % n == 0 else "-" for n in nodes]
             for batch in s["global_batches"]
             for label, overlap in OVERLAPS
         ]
@@ -174,12 +180,12 @@ def same_speed_gbit(s: Study, batch: int, overlap: float) -> float:
 @figure("study-prediction-statements")
 def study_prediction_statements() -> str:
     s = study()
-    error = validation().error
+    scales = validation().step_scales
     rows = []
     for batch in s["global_batches"]:
         for label, overlap in OVERLAPS:
-            at = " / ".join(with_range(s, batch, 2, g, overlap, error) for g in s["links_gbit"])
-            halving = [halving_gbit(s, batch, overlap, scale) for scale in (1.0, 1 - error, 1 + error)]
+            at = " / ".join(with_range(s, batch, 2, g, overlap, scales) for g in s["links_gbit"])
+            halving = [halving_gbit(s, batch, overlap, scale) for scale in (1.0, *scales)]
             first = f"{gbit(halving[0])} ({gbit(halving[1])}-{gbit(halving[2])})"
             rows.append([str(batch), label, at, first, gbit(same_speed_gbit(s, batch, overlap))])
     links = " / ".join(str(g) for g in s["links_gbit"])
@@ -189,7 +195,7 @@ def study_prediction_statements() -> str:
         f"2. *No significant difference between intra- and inter-node* ({s.inputs['same_speed_tolerance_source']}; "
         f"intra-node: {s.inputs['intra_node_gbit_source']}).\n\n"
         + table([*header, "2 holds from (Gbit/s)"], rows, "rllrr")
-        + f"\n\nStatement 1's speed carries the range of the step time scaled by 1 -/+ {error:.1%} (never: not below "
+        + f"\n\nStatement 1's speed carries the range of the step time scaled {scales_text(scales)} (never: not below "
         f"{HIGHEST_GBIT:,.0f} Gbit/s). Statement 2 compares two of the model's predictions, the same GPUs' compute "
         "on either link, so it carries no range from the validation, which checked the step against measurement, "
         "not the difference between two links."

@@ -247,7 +247,7 @@ def test_a_data_error_stops_tune_once_and_is_raised_with_the_resume_command_when
 
 
 def test_a_ranks_traceback_of_a_data_error_is_dropped_from_the_screen_and_other_tracebacks_are_kept():
-    from raysweep.runtime.ray_logs import without_reported_tracebacks
+    from raysweep.runtime.ray_logs import without_dropped_tracebacks
 
     data_error = [
         "Error in training function:",
@@ -258,7 +258,7 @@ def test_a_ranks_traceback_of_a_data_error_is_dropped_from_the_screen_and_other_
     ]
     other = ["Error in training function:", "Traceback (most recent call last):", "ValueError: boom"]
     lines = ["raysweep: before", *data_error, *other, "raysweep: after"]
-    assert without_reported_tracebacks(lines) == ["raysweep: before", *other, "raysweep: after"]
+    assert without_dropped_tracebacks(lines) == ["raysweep: before", *other, "raysweep: after"]
 
 
 def test_a_prepared_copy_has_no_copy_of_a_bad_file_and_its_trials_read_that_one_from_the_source(folder):

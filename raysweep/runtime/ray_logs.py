@@ -9,8 +9,10 @@ dashboard is off (and prints a traceback when several local Ray instances run on
 prints is about the user's sweep. The torch profiler of a trial's profiled window writes trace points and
 errors that do not concern its measurement from every rank, and Ray forwards them seconds later, below the
 sweep's summary. A rank's traceback of a file the dataset cannot read is dropped too: the sweep's process
-prints that error as its one line (``raysweep.data_stop``). The forwarding is filtered on the driver, so
-those lines are kept in the files and dropped from the screen only.
+prints that error as its one line (``raysweep.data_stop``). So is the Train controller's traceback of a
+PlacementGroupCleaner that did not stop within the controller's wait, after a run that had ended: on a busy
+machine (two sweeps on 2 cores) it follows every trial. The forwarding is filtered on the driver, so those
+lines are kept in the files and dropped from the screen only.
 """
 
 from __future__ import annotations
@@ -36,27 +38,33 @@ CHATTERING_ACTORS = ("PlacementGroupCleaner",)  # Ray Train's internal actors wh
 PRINTER = "ray_print_logs"  # the name ray.init gives its forwarding handler
 
 
-# Where Ray Train's worker logs the traceback of its training function's error, and the last line of one the
-# sweep's process reports itself.
-TRACEBACK_START = "Error in training function:"
-REPORTED_ERROR = "raysweep.core.errors.DataFileError:"
+# Tracebacks dropped whole, each from the line with its first marker to the line with its second; one that ends
+# in another error is kept.
+DROPPED_TRACEBACKS = (
+    # Ray Train's worker, of its training function's error, where the sweep's process reports that error itself
+    ("Error in training function:", "raysweep.core.errors.DataFileError:"),
+    # Ray Train's controller (ray/train/v2/_internal/callbacks/placement_group_callback.py), when the cleaner's
+    # stop outlasts the controller's wait for it
+    ("Failed to stop PlacementGroupCleaner gracefully.", "ray.exceptions.GetTimeoutError:"),
+)
 
 
 def is_chatter(line: str) -> bool:
     return any(marker in line for marker in CHATTER)
 
 
-def without_reported_tracebacks(lines: list[str]) -> list[str]:
-    """``lines`` less each rank traceback (from ``TRACEBACK_START``) that ends in an error the sweep reports itself."""
+def without_dropped_tracebacks(lines: list[str]) -> list[str]:
+    """``lines`` less each traceback of ``DROPPED_TRACEBACKS`` that ends as that entry says."""
     kept: list[str] = []
-    start = None  # where the traceback being read began in ``kept``
+    start = end = None  # where the traceback being read began in ``kept``, and the marker of its last line
     dropped = False  # the line before was a dropped traceback's last: the blank line after it goes too
     for line in lines:
-        if TRACEBACK_START in line:
-            start = len(kept)
-        if start is not None and REPORTED_ERROR in line:
+        for first, last in DROPPED_TRACEBACKS:
+            if first in line:
+                start, end = len(kept), last
+        if start is not None and end in line:
             del kept[start:]
-            start, dropped = None, True
+            start, end, dropped = None, None, True
             continue
         if not (dropped and not line.strip()):
             kept.append(line)
@@ -80,7 +88,7 @@ def quiet_forwarded_logs() -> None:
     def print_without_chatter(data: dict) -> None:
         if is_chattering_actor(data.get("actor_name") or data.get("task_name") or ""):
             return
-        lines = [line for line in without_reported_tracebacks(data.get("lines", [])) if not is_chatter(line)]
+        lines = [line for line in without_dropped_tracebacks(data.get("lines", [])) if not is_chatter(line)]
         if lines:
             printer({**data, "lines": lines})
 

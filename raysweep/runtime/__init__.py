@@ -7,7 +7,8 @@ against Ray 2.58.0 (why ``pyproject.toml`` pins Ray exactly):
 
 - ``cluster``: ``ray._private.worker._global_node.get_session_dir_path()`` (the local session whose
   processes a killed sweep leaves behind), ``ray._private.worker.global_worker.node.webui_url`` (the
-  dashboard's address);
+  dashboard's address), the ``RAY_GCS_SERVER_PORT`` environment variable (the local head's GCS port, read by
+  ``ray._private.node``);
   ``ray._private.ray_constants.ENABLE_RAY_CLUSTER``, ``ray._raylet.Config.initialize`` and
   ``ray._raylet.AuthenticationTokenLoader`` (this process's Ray reading the loopback and token settings
   again, as Ray's own ``ray._private.authentication_test_utils`` does) and

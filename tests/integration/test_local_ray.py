@@ -37,3 +37,34 @@ def test_a_local_ray_starts_no_idle_worker_processes():
     proc = subprocess.run([sys.executable, "-c", CHECK], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.strip().splitlines()[-1] == "0", proc.stdout
+
+
+ADDRESS_CHECK = """
+import os, ray
+from raysweep.runtime.cluster import shutdown, start_local
+
+start_local(2, dashboard=False)
+
+@ray.remote(num_cpus=0)
+def cluster_found():
+    from ray._private.services import canonicalize_bootstrap_address_or_die
+
+    # where Ray's State API (Ray Train's PlacementGroupCleaner asks it) looks for "the" cluster from a worker
+    return os.environ.get("RAY_ADDRESS"), canonicalize_bootstrap_address_or_die(None)
+
+own = ray.get_runtime_context().gcs_address
+print(all(found == own for found in ray.get(cluster_found.remote())))
+print("RAY_ADDRESS" in os.environ, "RAY_GCS_SERVER_PORT" in os.environ)  # the driver's own environment
+shutdown()
+"""
+
+
+def test_every_process_of_a_local_ray_is_told_its_own_cluster_and_the_driver_is_not():
+    """With another Ray on the machine (a second sweep, a ``ray start`` cluster), a worker that looks for "the"
+    cluster must find its own, not the other."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_GCS_SERVER_PORT")}
+    proc = subprocess.run(
+        [sys.executable, "-c", ADDRESS_CHECK], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.strip().splitlines()[-2:] == ["True", "False False"], proc.stdout

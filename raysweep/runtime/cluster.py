@@ -64,6 +64,9 @@ def start_local(
             num_cpus=num_cpus,
             include_dashboard=dashboard,
             dashboard_host=dashboard_host,
+            # Without its dashboard Ray still records the default port's address as the dashboard's, where another
+            # Ray's dashboard may answer that same State API (knowing none of this Ray's actors): a free port instead.
+            dashboard_port=None if dashboard else free_port(),
             runtime_env=project_runtime_env(local=True, env_vars=env_vars),
             logging_level="WARNING",
             log_to_driver=True,

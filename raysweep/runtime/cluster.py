@@ -276,6 +276,11 @@ def join(address: str, env_vars: dict[str, str] | None = None) -> None:
     from ray.exceptions import AuthenticationError
 
     check_reachable(address)
+    endpoint = bootstrap_endpoint(address)
+    if endpoint and not address.startswith("ray://"):
+        # as a local Ray's (start_local): the cluster's processes that look for "the" cluster find this one
+        host, port = endpoint
+        env_vars = {**(env_vars or {}), "RAY_ADDRESS": f"[{host}]:{port}" if ":" in host else f"{host}:{port}"}
     try:
         ray.init(address=address, runtime_env=project_runtime_env(env_vars=env_vars), logging_level="WARNING")
     except (AuthenticationError, ConnectionError, ValueError) as e:

@@ -95,6 +95,21 @@ def test_the_placement_group_cleaners_lines_are_all_chatter_and_trial_workers_ar
     assert not is_chattering_actor("")
 
 
+def test_the_controllers_traceback_of_a_cleaner_stopped_late_is_dropped_and_its_other_errors_are_kept():
+    from raysweep.runtime.ray_logs import without_dropped_tracebacks
+
+    late = [
+        "Failed to stop PlacementGroupCleaner gracefully.",
+        "Traceback (most recent call last):",
+        '  File ".../ray/train/v2/_internal/callbacks/placement_group_callback.py", line 126, in _stop_cleaner',
+        "    ray.get(self._cleaner.stop.remote(), timeout=self._stop_timeout)",
+        "ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.",
+    ]
+    other = ["Failed to stop PlacementGroupCleaner gracefully.", "Traceback (most recent call last):", "OSError: x"]
+    lines = ["raysweep: before", *late, "raysweep: between", *other, "raysweep: after"]
+    assert without_dropped_tracebacks(lines) == ["raysweep: before", "raysweep: between", *other, "raysweep: after"]
+
+
 def test_forwarded_worker_lines_lose_the_chatter_and_keep_the_rest():
     from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
 

@@ -23,6 +23,7 @@ import sys  # noqa: E402
 
 from raysweep.core.command import ArgumentParser, run_command  # noqa: E402  (standard library only)
 from raysweep.runtime.caches.bytecode_cache import bytecode_cache  # noqa: E402  (standard library only)
+from raysweep.runtime.cluster import free_port  # noqa: E402  (standard library only)
 
 
 def measure(model_name: str, batch: int) -> dict[str, float]:
@@ -82,14 +83,6 @@ def measure(model_name: str, batch: int) -> dict[str, float]:
     mark("first step")
     dist.destroy_process_group()
     return marks
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cold_floor(model_name: str, batch: int, timeout_s: float = 600) -> dict:

@@ -9,7 +9,8 @@ listed).  The Ray releases they are checked against are ``pyproject.toml``'s ran
 
 - ``cluster``: ``ray._private.worker._global_node`` (its session directory: the local session whose
   processes a killed sweep leaves behind), ``ray._private.worker.global_worker`` (its node's webui_url:
-  the dashboard's address);
+  the dashboard's address), and the ``RAY_GCS_SERVER_PORT`` environment variable (the local head's GCS
+  port, read by Ray's node start-up);
   ``ray._private.ray_constants`` (ENABLE_RAY_CLUSTER), ``ray._raylet.Config`` (initialize) and
   ``ray._raylet.AuthenticationTokenLoader`` (this process's Ray reading the loopback and token settings
   again, as Ray's own authentication test utilities do), ``ray._raylet.AuthenticationMode`` and

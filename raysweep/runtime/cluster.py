@@ -41,6 +41,15 @@ def start_local(
     os.environ[OWNER_ENV] = owner_mark(os.getpid())
     import ray
 
+    # Ray Train's PlacementGroupCleaner (a detached actor, one per run) asks Ray's State API whether the run's
+    # controller lives, and that API finds "the" cluster as a new driver does: RAY_ADDRESS, else the cluster
+    # `ray start` last recorded on this machine, else the only GCS running here.  With another Ray on the
+    # machine (a second sweep, a `ray start` cluster) it asks that one, finds no such controller and removes
+    # a running trial's placement group, or fails on "multiple active Ray instances".  So this Ray's GCS
+    # listens on a port chosen here, and every process of it is told that address.
+    gcs_port = free_port()
+    env_vars = {**(env_vars or {}), "RAY_ADDRESS": f"127.0.0.1:{gcs_port}"}  # the node address: private_local_ray
+
     # On a small, busy machine the dashboard's modules can take longer than Ray's 30 s to come up,
     # and then ray.init fails the whole sweep; give them time.
     os.environ.setdefault("RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "180")
@@ -51,12 +60,15 @@ def start_local(
     # A terminal's Ctrl-C reaches its whole process group, the local Ray's processes too; they inherit
     # ignoring it (Python then installs no KeyboardInterrupt handler either), so that a Ctrl-C stops the
     # sweep through its driver (raysweep.interrupt) instead of failing the trials in flight.
-    with sigint_ignored_by_children():
+    with sigint_ignored_by_children(), environment_set(GCS_PORT_ENV, str(gcs_port)):
         ray.init(
             address="local",
             num_cpus=num_cpus,
             include_dashboard=dashboard,
             dashboard_host=dashboard_host,
+            # Without its dashboard Ray still records the default port's address as the dashboard's, where another
+            # Ray's dashboard may answer that same State API (knowing none of this Ray's actors): a free port instead.
+            dashboard_port=None if dashboard else free_port(),
             runtime_env=project_runtime_env(local=True, env_vars=env_vars),
             logging_level="WARNING",
             log_to_driver=True,
@@ -64,6 +76,31 @@ def start_local(
     record_local_ray(ray._private.worker._global_node.get_session_dir_path())
     if not ray.cluster_resources().get("GPU"):  # Ray's device count: no torch import before Ray starts
         build_cpu_comm_op_once()
+
+
+# Where a head node's GCS listens, read by Ray as it starts one (ray._private.node); 0 or unset: any free port.
+GCS_PORT_ENV = "RAY_GCS_SERVER_PORT"
+
+
+def free_port() -> int:
+    """A TCP port of the loopback address that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def environment_set(name: str, value: str) -> Iterator[None]:
+    """``name=value`` in this process's environment for the block only (its children started there keep it)."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
 
 
 @contextmanager
@@ -241,6 +278,11 @@ def join(address: str, env_vars: dict[str, str] | None = None) -> None:
     from ray.exceptions import AuthenticationError
 
     check_reachable(address)
+    endpoint = bootstrap_endpoint(address)
+    if endpoint and not address.startswith("ray://"):
+        # as a local Ray's (start_local): the cluster's processes that look for "the" cluster find this one
+        host, port = endpoint
+        env_vars = {**(env_vars or {}), "RAY_ADDRESS": f"[{host}]:{port}" if ":" in host else f"{host}:{port}"}
     try:
         ray.init(address=address, runtime_env=project_runtime_env(env_vars=env_vars), logging_level="WARNING")
     except RuntimeError as e:

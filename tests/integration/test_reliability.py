@@ -13,7 +13,9 @@ import pyarrow.parquet as pq
 
 from tests.integration.conftest import REPO, explain, run_cli, table
 
-SMALL = ["--set", "train_samples=64", "--set", "warmup_steps=0", "--no-report"]
+# No dashboard: none of these is about it, and it costs each local Ray several CPU-seconds to start
+# (the resume after the driver's kill starts with it, as a user's does).
+SMALL = ["--set", "train_samples=64", "--set", "warmup_steps=0", "--no-report", "--no-dashboard"]
 
 
 def test_driver_killed_mid_sweep_resumes_with_one_row_per_trial(tmp_path):
@@ -114,6 +116,7 @@ def test_out_of_memory_is_recorded_not_retried_and_the_sweep_goes_on(tmp_path):
         "--max-failures",
         "2",
         "--no-report",
+        "--no-dashboard",
         timeout=900,
     )
     assert proc.returncode == 1, explain(proc)  # not every trial completed

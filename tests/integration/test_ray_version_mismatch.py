@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -18,15 +17,10 @@ import psutil
 import pytest
 import ray
 
+from raysweep.runtime.cluster import end, free_port
 from tests.integration.conftest import explain, run_cli
 
 OTHER_PYTHON = os.environ.get("RAYSWEEP_OTHER_RAY")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -56,12 +50,7 @@ def other_ray_head():
                     started += [proc, *proc.children(recursive=True)]
             except psutil.Error:
                 continue
-        for proc in started:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(started, timeout=10)
+        end(started)
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 

@@ -22,6 +22,7 @@ from analysis.prediction.link_model import (
     uniform,
 )
 from analysis.prediction.predict import (
+    VALIDATION_SUMMARY,
     holdout,
     holdout_summary,
     main,
@@ -36,7 +37,6 @@ from analysis.prediction.step_model import (
     Transfer,
     comm_s,
     fit_contention,
-    step_hops,
     step_s,
     step_traffic,
 )
@@ -237,64 +237,64 @@ def probed(alpha_s: float, bytes_per_s: float) -> Links:
     return Links("probe", uniform("probe", INTRA_NODE, alpha_s, bytes_per_s).fits, frozenset({INTRA_NODE}))
 
 
-def test_ring_steps_of_a_step_by_hand():
-    links = Links("t", {**uniform("a", INTRA_NODE, 1e-6, 1e9).fits, **uniform("b", INTER_NODE, 1e-5, 1e9).fits})
-    assert links.hops("all_reduce", 4, 1) == 6  # 2 (p - 1) on a flat ring
-    assert links.hops("all_reduce", 4, 2) == 2 + 2 * 3  # across 2 nodes, a reduce-scatter and an all-gather within
-    assert links.hops("all_gather", 1, 4) == 3
-    assert step_hops([Transfer("all_reduce", 4e7, 2)], links, 4, 1) == 12  # two buckets
-    assert step_hops([Transfer("all_reduce", 4e7, 2)], links, 1, 1) == 0
-
-
-def test_step_terms_add_the_contention_to_the_bounded_step():
+def test_step_terms_add_the_contention_to_the_compute():
     terms = StepTerms(compute_ms=100.0, comm_ms=10.0, overlap=0.5, contention_ms=6.0)
-    assert terms.step_ms == 111.0 and terms.exposed_comm_ms == 11.0
-    assert StepTerms(5.0, 10.0, 1.0, 2.0).step_ms == 12.0  # never shorter than the collectives, plus the waits
+    assert terms.step_ms == 111.0 and terms.exposed_comm_ms == 5.0  # the contention is compute, not communication
+    assert StepTerms(5.0, 10.0, 1.0, 2.0).step_ms == 10.0  # never shorter than the collectives
 
 
-def test_contention_is_the_least_squares_wait_per_ring_step_and_never_negative():
-    fitted = fit_contention([2.0, 6.0], [2.0, 6.0])
-    assert fitted.per_hop_ms == pytest.approx(1.0) and fitted.points == 2 and fitted.ms(14) == pytest.approx(14.0)
-    assert fitted.per_hop_ms == pytest.approx(fit_contention([2.0], [2.0]).per_hop_ms)
-    assert fit_contention([2.0, 6.0], [1.0, 3.0]).per_hop_ms == pytest.approx((2 + 18) / 40)
-    assert fit_contention([2.0], [-5.0]).per_hop_ms == 0.0  # below the idle link: overlap or noise, not a wait
-    assert fit_contention([], []).per_hop_ms == 0.0
+def test_contention_is_each_counts_least_squares_share_of_compute_and_never_negative():
+    fitted = fit_contention([(2, 100.0, 25.0), (2, 50.0, 12.5)])
+    assert fitted.shares == ((2, 0.25),) and fitted.points == 2
+    assert fitted.ms(40.0, ranks_per_node=2) == pytest.approx(10.0)
+    assert fitted.ms(40.0, ranks_per_node=1) == 0.0  # a rank alone on its host shares it with nobody
+    assert fit_contention([(2, 100.0, 20.0), (2, 50.0, 15.0)]).share(2) == pytest.approx((2000 + 750) / 12500)
+    assert fit_contention([(2, 100.0, -5.0)]).share(2) == 0.0  # below the idle link: overlap or noise, not a gain
+    assert fit_contention([]).share(4) == 0.0 and fit_contention([(1, 100.0, 5.0)]).shares == ()
+
+
+def test_contention_is_linear_in_ranks_per_host_between_counts_and_flat_beyond():
+    fitted = fit_contention([(2, 100.0, 10.0), (4, 100.0, 50.0)])
+    assert fitted.shares == ((2, pytest.approx(0.1)), (4, pytest.approx(0.5)))
+    assert fitted.share(3) == pytest.approx(0.3)  # halfway between 2 and 4 ranks
+    assert fitted.share(8) == pytest.approx(0.5)  # beyond the largest count: its share
+    assert fit_contention([(4, 100.0, 30.0)]).share(2) == pytest.approx(0.1)  # from 0 at one rank to 0.3 at 4
 
 
 def scaling_sweep(measured_at_four: float) -> pd.DataFrame:
-    """Strong scaling of 64 samples: 1 rank at 100 ms; 2 ranks at the idle link plus 1.5 ms a ring step; 4 ranks
+    """Strong scaling of 64 samples: 1 rank at 100 ms; 2 ranks at the idle link plus a fifth more compute; 4 ranks
     measured at ``measured_at_four``. A 4 MB fp32 all-reduce on a 10 us, 1 GB/s link."""
-    two = 50.0 + (2 * 10e-6 + 1.0 * 4e6 / 1e9) * 1000 + 2 * 1.5  # compute, the idle link's 4.02 ms, 2 ring steps
+    two = 50.0 * 1.2 + (2 * 10e-6 + 1.0 * 4e6 / 1e9) * 1000  # compute and its contention, the idle link's 4.02 ms
     return pd.DataFrame(
         [trial("a", 1, 64, 100.0), trial("b", 2, 32, two), trial("c", 2, 32, two), trial("d", 4, 16, measured_at_four)]
     )
 
 
 def test_the_contention_calibrated_on_two_ranks_predicts_four_held_out():
-    held = holdout(scaling_sweep(44.0), probed(10e-6, 1e9))
+    held = holdout(scaling_sweep(40.0), probed(10e-6, 1e9))
     assert list(held["num_workers"]) == [4] and list(held["scaling"]) == ["strong"]
     four = held.iloc[0]
-    assert four.calibrated_on == "1,2" and four.contention_per_hop_ms == pytest.approx(1.5)
-    # 25 ms compute + 6.06 ms idle all-reduce on 4 ranks + 6 ring steps x 1.5 ms
-    assert four.hops == 6 and four.contention_ms == pytest.approx(9.0)
-    assert four.step_time_ms == pytest.approx(40.06)
-    assert four.error == pytest.approx(40.06 / 44.0 - 1)
+    assert four.calibrated_on == "1,2" and four.contention_share == pytest.approx(0.2)
+    # 25 ms compute, a fifth of it lost to the other ranks, and the 6.06 ms idle all-reduce on 4 ranks
+    assert four.contention_ms == pytest.approx(5.0)
+    assert four.step_time_ms == pytest.approx(36.06)
+    assert four.error == pytest.approx(36.06 / 40.0 - 1)
     assert four.extrapolated and four.extrapolation == "beyond the 2 ranks calibrated"
     assert holdout_summary(held) == (
-        "held-out error at 4 ranks from 1 and 2: -9.0%; predictions beyond 4 ranks carry at least that error."
+        "held-out error at 4 ranks from 1 and 2: -9.9%; predictions beyond 4 ranks carry at least that error."
     )
-    assert holdout(scaling_sweep(44.0).query("num_workers < 4"), probed(10e-6, 1e9)).empty  # two counts
+    assert holdout(scaling_sweep(40.0).query("num_workers < 4"), probed(10e-6, 1e9)).empty  # two counts
     assert holdout_summary(pd.DataFrame()) == ""
 
 
 def test_calibrated_on_every_count_the_prediction_beyond_them_is_marked_extrapolated():
-    frame = predict_from_trials(scaling_sweep(40.06), probed(10e-6, 1e9), nodes=1, gpus_per_node=8)
+    frame = predict_from_trials(scaling_sweep(36.06), probed(10e-6, 1e9), nodes=1, gpus_per_node=8)
     strong = frame[frame["scaling"] == "strong"].set_index("num_workers")
     assert strong.loc[4].calibrated_on == "1,2,4" and not strong.loc[4].extrapolated
-    assert strong.loc[4].contention_per_hop_ms == pytest.approx(1.5)  # the 4-rank point lies on the same line
+    assert strong.loc[4].contention_share == pytest.approx(0.2)  # the 4-rank point lies on the same line
     assert strong.loc[8].extrapolated and strong.loc[8].extrapolation == "beyond the 4 ranks calibrated"
     links = probed(10e-6, 1e9).with_class(INTER_NODE, named_link("10gbe"))
-    across = predict_from_trials(scaling_sweep(40.06), links, nodes=4, gpus_per_node=2)
+    across = predict_from_trials(scaling_sweep(36.06), links, nodes=4, gpus_per_node=2)
     eight = across[(across["scaling"] == "strong") & (across["num_workers"] == 8)].iloc[0]
     assert eight.extrapolation == (
         "beyond the 4 ranks calibrated; 4 nodes, calibrated on 1; inter_node link probe+10gbe: datasheet figures, "
@@ -308,13 +308,13 @@ def test_the_validation_line_reads_the_committed_summary(tmp_path):
     pd.DataFrame(
         [
             {"run": "r", "host": "16 CPU cores, gloo", "scaling": "strong", "num_workers": n, "held_out": n > 2}
-            | {"error": e}
-            for n, e in ((2, -0.5), (4, 0.05), (8, -0.12))
+            | {"error": e, "calibrated_on": c}
+            for n, e, c in ((2, -0.5, "1,2"), (4, 0.05, "1,2"), (8, -0.12, "1,2"), (8, 0.03, "1,2,4"))
         ]
     ).to_csv(summary, index=False)
     assert validation_line(summary) == (
-        "validated against measurement: cpu16-prediction (2 held-out predictions at 4-8 ranks; 16 CPU cores, "
-        "gloo), worst held-out error -12.0% (r, strong, 8 ranks)"
+        "validated against measurement: cpu16-prediction (16 CPU cores, gloo), worst held-out error +3.0% of 1 at "
+        "8 ranks from 1,2,4 (r, strong, 8 ranks); -12.0% of 2 at 4-8 ranks from 1,2 (r, strong, 8 ranks)"
     )
     assert validation_line(tmp_path / "none.csv") == ""
 
@@ -335,15 +335,20 @@ def test_the_report_section_prints_the_held_out_check_beside_the_predictions(tmp
         for t in [LinkFit(10e-6, 1e9).time_s("all_reduce", n, p)]
     ]
     pq.write_table(table_from_rows("links", points + fit_rows(points)), sweep / "links" / "links.parquet")
-    trials = scaling_sweep(44.0)
+    trials = scaling_sweep(40.0)
     data = SimpleNamespace(sweep_dir=sweep, trials=trials)
     blocks = prediction_section(SimpleNamespace(data=data, predictions=report_predictions(sweep, trials)), [])
     held = next(b for b in blocks if isinstance(b, Paragraph) and b.text.startswith("**Held out**"))
-    assert "held-out error at 4 ranks from 1 and 2: -9.0%; predictions beyond 4 ranks carry at least" in held.text
+    assert "held-out error at 4 ranks from 1 and 2: -9.9%; predictions beyond 4 ranks carry at least" in held.text
     table = blocks[blocks.index(held) + 1]
-    assert isinstance(table, Table) and table.rows[0][:3] == ["strong", "4", "1,2"] and table.rows[0][-1] == "-9.0%"
+    assert isinstance(table, Table) and table.rows[0][:3] == ["strong", "4", "1,2"] and table.rows[0][-1] == "-9.9%"
     predicted = blocks[blocks.index(table) + 1].rows
     assert {row[-1] for row in predicted if row[1] == "16"} == {"beyond the 4 ranks calibrated"}  # strong, weak
     few = SimpleNamespace(sweep_dir=sweep, trials=trials[trials["num_workers"] < 4])
     blocks = prediction_section(SimpleNamespace(data=few, predictions=report_predictions(sweep, few.trials)), [])
     assert any(isinstance(b, Paragraph) and "fewer than three worker counts" in b.text for b in blocks)
+
+
+def test_the_cli_finds_the_committed_validation_from_a_checkout():
+    assert VALIDATION_SUMMARY.is_file()  # the path follows the module when it moves rooms
+    assert validation_line().startswith("validated against measurement: cpu16-prediction (16 CPU cores, gloo)")

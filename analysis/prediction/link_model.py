@@ -95,14 +95,6 @@ class Links:
         """The link classes a collective over ``nodes`` x ``ranks_per_node`` ranks crosses (``collective_s``)."""
         return [c for c, used in ((INTRA_NODE, ranks_per_node > 1), (INTER_NODE, nodes > 1)) if used]
 
-    def hops(self, collective: str, ranks_per_node: int, nodes: int) -> float:
-        """The ring steps of one collective as ``collective_s`` runs it: the latency terms' count, each a hand-off
-        from one rank to the next that waits for both to be running."""
-        if nodes <= 1:
-            return cost_terms(collective, ranks_per_node)[0]
-        intra_steps = 2 if collective == "all_reduce" else 1  # a reduce-scatter and an all-gather within the node
-        return cost_terms(collective, nodes)[0] + intra_steps * cost_terms("all_gather", ranks_per_node)[0]
-
     def collective_s(self, collective: str, nbytes: float, ranks_per_node: int, nodes: int) -> float:
         """One collective over ``nodes`` x ``ranks_per_node`` ranks, hierarchically where both exceed one.
 

@@ -4,7 +4,7 @@
 
 Calibrated on the sweep's 1-rank trials (per-rank compute, ``analysis.prediction.step_model.ComputeCurve``), a link
 table (the sweep's ``links/links.parquet`` from the link probe, another probe's, or a named link) and the sweep's
-multi-rank trials (the wait per ring step the ranks add to the probed collectives, ``step_model.Contention``),
+multi-rank trials (the compute share ranks sharing a host lose to each other, ``step_model.Contention``),
 it predicts each configuration's step time, throughput, speedup and efficiency for N ranks packed G to a node on
 up to M nodes (``analysis.prediction.step_model``), beside what the sweep measured at the same N where it ran.
 Every row is a prediction; ``measured_*`` columns hold the measurement where one exists; ``extrapolated`` marks the rows
@@ -32,7 +32,6 @@ from analysis.prediction.step_model import (
     StepTerms,
     comm_s,
     fit_contention,
-    step_hops,
     step_traffic,
 )
 from analysis.rows.errors import AnalysisError
@@ -49,7 +48,7 @@ NO_LINKS = f"the sweep has no link table ({LINKS_FILE}: --probe-links or python 
 MISS_TOLERANCE = 0.15  # a prediction further than this from its measurement names the term it got wrong
 # Where the predictor was checked against measurement: the validation script's summary (predicted against measured
 # per run, scaling and worker count), read for the CLI's closing line; absent outside a checkout.
-VALIDATION_SUMMARY = Path(__file__).resolve().parents[1] / "docs" / "results" / "cpu16-prediction" / "summary.csv"
+VALIDATION_SUMMARY = Path(__file__).resolve().parents[2] / "docs" / "results" / "cpu16-prediction" / "summary.csv"
 
 
 @dataclass
@@ -69,9 +68,8 @@ class Prediction:
     comm_ms: float
     overlap: float
     overlap_source: str  # measured, given, or "none (bound)" where no multi-rank trial measured it
-    hops: float  # ring steps of the step's collectives (analysis.prediction.step_model.step_hops)
-    contention_per_hop_ms: float  # the wait per ring step calibrated on the multi-rank trials (0: none to fit)
-    contention_ms: float  # hops x contention_per_hop_ms
+    contention_share: float  # the compute share this many ranks on a host lose (step_model.Contention)
+    contention_ms: float  # contention_share x compute_ms x slowest
     calibrated_on: str  # the worker counts whose trials calibrated the model, comma-separated
     step_time_ms: float
     step_time_full_overlap_ms: float
@@ -165,37 +163,38 @@ def worker_counts(nodes: int, gpus_per_node: int, measured: set[int]) -> list[in
 
 def step_terms(
     calibration: Calibration, n: int, micro_batch: int, nodes: int, links: Links, slowest: float
-) -> tuple[StepTerms, float]:
-    """The step's terms for ``n`` ranks over ``nodes`` nodes at ``micro_batch``, and its collectives' ring steps."""
+) -> StepTerms:
+    """The step's terms for ``n`` ranks over ``nodes`` nodes at ``micro_batch``."""
     per_node = math.ceil(n / nodes)
     traffic = step_traffic(calibration.engine, calibration.trainable_params)
-    hops = step_hops(traffic, links, per_node, nodes)
-    terms = StepTerms(
-        compute_ms=calibration.compute.at(micro_batch),
+    compute = calibration.compute.at(micro_batch)
+    slowest = slowest if n > 1 else 1.0
+    return StepTerms(
+        compute_ms=compute,
         comm_ms=comm_s(traffic, links, per_node, nodes) * 1000.0,
         overlap=calibration.overlap if calibration.overlap is not None else 0.0,
-        contention_ms=calibration.contention.ms(hops),
-        slowest=slowest if n > 1 else 1.0,
+        contention_ms=calibration.contention.ms(compute * slowest, per_node),
+        slowest=slowest,
     )
-    return terms, hops
 
 
 def with_contention(calibration: Calibration, trials: pd.DataFrame, links: Links, slowest: float) -> Calibration:
-    """``calibration`` with the wait per ring step fitted to its multi-rank ``trials`` (``fit_contention``): each
-    (worker count, micro batch)'s median step less the idle-link terms, on the nodes the trials ran on; a point
-    whose link class ``links`` lacks (a named inter-node link, trials on one node) is left out."""
+    """``calibration`` with the contention share fitted to its multi-rank ``trials`` (``fit_contention``): each
+    (worker count, micro batch)'s median step less the idle-link terms, on the nodes the trials ran on, where ranks
+    shared a host; a point whose link class ``links`` lacks (a named inter-node link, trials on one node) is left
+    out."""
     multi = trials[(trials["configuration"] == calibration.configuration) & (trials["num_workers"] > 1)]
     multi = multi.dropna(subset=["step_time_ms"])
-    hops, residuals = [], []
+    points = []
     for (n, micro), group in multi.groupby(["num_workers", "micro_batch_per_worker"]):
         nodes = max(1, int(group["num_nodes"].max())) if group["num_nodes"].notna().any() else 1
         try:
-            terms, ring_steps = step_terms(calibration, int(n), int(micro), nodes, links, slowest)
+            terms = step_terms(calibration, int(n), int(micro), nodes, links, slowest)
         except AnalysisError:  # the link table lacks the class these trials crossed: no point to fit against
             continue
-        hops.append(ring_steps)
-        residuals.append(float(group["step_time_ms"].median()) - replace(terms, contention_ms=0.0).step_ms)
-    return replace(calibration, contention=fit_contention(hops, residuals))
+        residual = float(group["step_time_ms"].median()) - replace(terms, contention_ms=0.0).step_ms
+        points.append((math.ceil(int(n) / nodes), terms.compute_ms * terms.slowest, residual))
+    return replace(calibration, contention=fit_contention(points))
 
 
 def extrapolation(calibration: Calibration, n: int, nodes: int, links: Links) -> list[str]:
@@ -218,7 +217,7 @@ def predict_point(
 ) -> Prediction:
     nodes = math.ceil(n / gpus_per_node)
     per_node = min(n, gpus_per_node)
-    terms, hops = step_terms(calibration, n, micro_batch, nodes, links, slowest)
+    terms = step_terms(calibration, n, micro_batch, nodes, links, slowest)
     step = terms.step_ms
     global_batch = micro_batch * calibration.engine.grad_accum * n
     reasons = extrapolation(calibration, n, nodes, links)
@@ -236,8 +235,7 @@ def predict_point(
         comm_ms=terms.comm_ms,
         overlap=terms.overlap,
         overlap_source=calibration.overlap_source,
-        hops=hops,
-        contention_per_hop_ms=calibration.contention.per_hop_ms,
+        contention_share=calibration.contention.share(per_node),
         contention_ms=terms.contention_ms,
         calibrated_on=",".join(str(c) for c in calibration.counts),
         step_time_ms=step,
@@ -288,13 +286,13 @@ def with_measurements(prediction: Prediction, trials: pd.DataFrame) -> Predictio
 
 
 def missed_term(p: Prediction) -> str:
-    """Which term is further off: the communication (the collectives' exposed part and the contention, against the
-    profiled comm time's exposed part) or the compute (the rest of the measured step)."""
+    """Which term is further off: the communication (the collectives' exposed part, against the profiled comm
+    time's exposed part) or the compute (with its contention, against the rest of the measured step)."""
     if p.measured_comm_ms is None:
         return "compute or comm (no profiled comm time to tell)"
     measured_compute = p.measured_step_time_ms - p.measured_comm_ms * (1.0 - p.overlap)
-    comm_off = p.comm_ms * (1.0 - p.overlap) + p.contention_ms - p.measured_comm_ms * (1.0 - p.overlap)
-    compute_off = p.compute_ms - measured_compute
+    comm_off = (p.comm_ms - p.measured_comm_ms) * (1.0 - p.overlap)
+    compute_off = p.compute_ms + p.contention_ms - measured_compute
     term = "comm" if abs(comm_off) >= abs(compute_off) else "compute"
     off = comm_off if term == "comm" else compute_off
     return f"{term} ({off:+.1f} ms)"
@@ -531,23 +529,31 @@ def holdout_lines(frame: pd.DataFrame) -> str:
 
 def validation_line(summary: Path = VALIDATION_SUMMARY) -> str:
     """Where the predictor was checked against measurement and its worst error there, from the committed summary
-    (its held-out rows where it marks them); "" where there is none."""
+    (its held-out rows where it marks them), per set of counts it was calibrated on, the most counts first;
+    "" where there is none."""
     if not summary.is_file():
         return ""
-    rows = pd.read_csv(summary).dropna(subset=["error"])
+    rows = pd.read_csv(summary, dtype={"calibrated_on": str}).dropna(subset=["error"])
     if "held_out" in rows.columns and rows["held_out"].eq(True).any():
         rows, which = rows[rows["held_out"].eq(True)], "held-out "
     else:
         which = ""
     if rows.empty:
         return ""
-    worst = rows.loc[rows["error"].abs().idxmax()]
-    where = f"; {worst['host']}" if "host" in rows.columns else ""
-    return (
-        f"validated against measurement: {summary.parent.name} ({len(rows)} {which}predictions at "
-        f"{rows['num_workers'].min()}-{rows['num_workers'].max()} ranks{where}), worst {which}error "
-        f"{worst['error']:+.1%} ({worst['run']}, {worst['scaling']}, {worst['num_workers']} ranks)"
-    )
+    if "calibrated_on" not in rows.columns:
+        rows = rows.assign(calibrated_on="")
+    parts = []
+    for calibrated_on, group in sorted(rows.groupby("calibrated_on"), key=lambda kv: -len(kv[0].split(","))):
+        worst = group.loc[group["error"].abs().idxmax()]
+        counts = sorted(set(group["num_workers"]))
+        at = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        parts.append(
+            f"{worst['error']:+.1%} of {len(group)} at {at} ranks"
+            + (f" from {calibrated_on}" if calibrated_on else "")
+            + f" ({worst['run']}, {worst['scaling']}, {worst['num_workers']} ranks)"
+        )
+    where = f" ({rows['host'].iloc[0]})" if "host" in rows.columns else ""
+    return f"validated against measurement: {summary.parent.name}{where}, worst {which}error " + "; ".join(parts)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

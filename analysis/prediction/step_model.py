@@ -1,7 +1,7 @@
 """The time of one data-parallel optimizer step on N ranks: per-rank compute, the step's collectives, their overlap,
-and the waits the ranks' sharing of a host adds to the collectives (``StepTerms``).
+and the compute the ranks sharing a host lose to each other (``StepTerms``).
 
-    step = max(compute x slowest + comm x (1 - overlap), comm) + contention
+    step = max(compute x slowest + contention + comm x (1 - overlap), comm)
 
 * ``compute``: the per-rank step without communication, from 1-rank trials of the same per-rank step (their
   step time at the micro batch, or a line through their micro batches: ``ComputeCurve``);
@@ -10,12 +10,13 @@ and the waits the ranks' sharing of a host adds to the collectives (``StepTerms`
   (``analysis.prediction.link_model.Links.collective_s``), bucket by bucket;
 * ``overlap``: the share of ``comm`` hidden under compute, measured (``comm_overlap``) or a bound: none (0) or
   full (1); with full overlap a step still lasts as long as its collectives;
-* ``contention``: ``hops x per_hop``: the collectives' ring steps (``step_hops``) times a delay per step that
-  ``fit_contention`` calibrates on the sweep's own multi-rank trials (their step less the terms above). The probe
-  times collectives on idle ranks; in a trial every hand-off of the ring waits for the next rank to be running, and
-  ranks that share a host's cores and memory with their own compute (and, on CPUs, with the collective itself)
-  are not always running. The wait grows with the ring's steps, not with the bytes, which is what the trials show
-  where the idle-link term misses (a 1.8 MB all-reduce taking ten times its probed time at 8 ranks on 16 cores).
+* ``contention``: ``share(ranks per host) x compute x slowest``: the time the ranks of one host lose to each
+  other, each count's ``share`` calibrated by ``fit_contention`` on the sweep's own multi-rank trials (their step
+  less the terms above, on their compute). A 1-rank trial has the host's memory bandwidth, caches and spare cores
+  to itself; beside other ranks (and on CPUs beside gloo's threads reducing their gradients) the same compute takes
+  longer, by a share that depends on how many ranks share the host, which is what the 16-core validation measures:
+  the step beyond the idle-link terms follows the compute, not the collectives' ring steps or bytes. Ranks alone
+  on their host (one a node) add none.
 """
 
 from __future__ import annotations
@@ -46,9 +47,6 @@ class Transfer:
     def time_s(self, links: Links, ranks_per_node: int, nodes: int) -> float:
         each = links.collective_s(self.collective, self.nbytes / self.buckets, ranks_per_node, nodes)
         return self.per_step * self.buckets * each
-
-    def hops(self, links: Links, ranks_per_node: int, nodes: int) -> float:
-        return self.per_step * self.buckets * links.hops(self.collective, ranks_per_node, nodes)
 
 
 @dataclass(frozen=True)
@@ -104,13 +102,6 @@ def comm_s(traffic: list[Transfer], links: Links, ranks_per_node: int, nodes: in
     return sum(t.time_s(links, ranks_per_node, nodes) for t in traffic)
 
 
-def step_hops(traffic: list[Transfer], links: Links, ranks_per_node: int, nodes: int) -> float:
-    """The ring steps of one optimizer step's collectives (each a hand-off between two ranks)."""
-    if ranks_per_node * nodes <= 1:
-        return 0.0
-    return sum(t.hops(links, ranks_per_node, nodes) for t in traffic)
-
-
 def step_s(compute: float, comm: float, overlap: float, slowest: float = 1.0) -> float:
     """The step: the slowest rank's compute plus the collectives' exposed part, never less than the collectives."""
     return max(compute * slowest + comm * (1.0 - overlap), comm)
@@ -123,42 +114,53 @@ class StepTerms:
     compute_ms: float  # the per-rank step without communication (1-rank trials)
     comm_ms: float  # the step's collectives on the probed link, ranks otherwise idle
     overlap: float  # the share of comm_ms hidden under compute
-    contention_ms: float = 0.0  # hops x the calibrated wait per ring step (``Contention``)
+    contention_ms: float = 0.0  # the compute the ranks sharing a host lose to each other (``Contention``)
     slowest: float = 1.0  # the slowest rank's compute over the others'
 
     @property
     def step_ms(self) -> float:
-        return step_s(self.compute_ms, self.comm_ms, self.overlap, self.slowest) + self.contention_ms
+        return step_s(self.compute_ms * self.slowest + self.contention_ms, self.comm_ms, self.overlap)
 
     @property
     def exposed_comm_ms(self) -> float:
-        """What the step spends in communication beyond its compute: the collectives' exposed part and the waits."""
-        return self.step_ms - self.compute_ms * self.slowest
+        """What the step spends in communication beyond its compute (the contention included in the compute)."""
+        return self.step_ms - self.compute_ms * self.slowest - self.contention_ms
 
 
 @dataclass(frozen=True)
 class Contention:
-    """The wait per ring step that ranks sharing their host add to the probed collectives, and what it rests on.
+    """The share of its compute a rank loses to the other ranks on its host, by how many ranks share it.
 
-    ``per_hop_ms`` is the least-squares slope through the origin of the calibration points' residuals (measured
-    step less the idle-link terms) on their ring steps, never negative: a residual below the idle-link terms is
-    overlap or noise, not a negative wait. No point (only 1-rank trials): 0, the idle link.
+    Each calibrated count's share is the least-squares slope through the origin of its points' residuals
+    (measured step less the idle-link terms) on their compute (times the slowest rank's factor), never negative: a
+    residual below the idle-link terms is overlap or noise, not a gain. Between counts the share is linear in the
+    ranks a host holds, through 0 at one rank; beyond the largest calibrated count it stays at that count's share
+    (the prediction is then marked extrapolated). No point (only 1-rank trials, or ranks alone on their hosts): 0.
     """
 
-    per_hop_ms: float = 0.0
+    shares: tuple[tuple[int, float], ...] = ()  # (ranks per host, share), ranks ascending
     points: int = 0  # (worker count, micro batch) medians it was fitted to
 
-    def ms(self, hops: float) -> float:
-        return self.per_hop_ms * hops
+    def share(self, ranks_per_node: int) -> float:
+        if ranks_per_node <= 1 or not self.shares:
+            return 0.0
+        counts, shares = zip(*self.shares)
+        return float(np.interp(ranks_per_node, [1, *counts], [0.0, *shares]))  # flat beyond the largest count
+
+    def ms(self, compute_ms: float, ranks_per_node: int) -> float:
+        return self.share(ranks_per_node) * compute_ms
 
 
-def fit_contention(hops: list[float], residual_ms: list[float]) -> Contention:
-    """``Contention`` from calibration points: each its ring steps and its measured step less the idle-link terms."""
-    pairs = [(h, r) for h, r in zip(hops, residual_ms) if h > 0 and math.isfinite(r)]
-    if not pairs:
-        return Contention()
-    slope = sum(h * r for h, r in pairs) / sum(h * h for h, _ in pairs)
-    return Contention(max(slope, 0.0), len(pairs))
+def fit_contention(points: list[tuple[int, float, float]]) -> Contention:
+    """``Contention`` from calibration points of ranks sharing a host: each (ranks per host, its compute times the
+    slowest rank's factor, its measured step less the idle-link terms)."""
+    kept = [(n, c, r) for n, c, r in points if n > 1 and c > 0 and math.isfinite(r)]
+    shares = []
+    for count in sorted({n for n, _, _ in kept}):
+        pairs = [(c, r) for n, c, r in kept if n == count]
+        slope = sum(c * r for c, r in pairs) / sum(c * c for c, _ in pairs)
+        shares.append((count, max(slope, 0.0)))
+    return Contention(tuple(shares), len(kept))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import figure, span, summary, table
+from . import figure, summary, table
 
 EXPERIMENT = "cpu16-prediction"
 
@@ -37,21 +37,29 @@ def validation() -> Validation:
     return Validation(used, bool(held), max(used, key=lambda r: abs(r["error"])))
 
 
+def by_calibration(rows: list[dict]) -> str:
+    """Per set of counts the model was calibrated on (the most first): the counts it held out, its worst error."""
+    parts = []
+    for calibrated_on in sorted({str(r["calibrated_on"]) for r in rows}, key=lambda c: -len(c.split(","))):
+        held = [r for r in rows if str(r["calibrated_on"]) == calibrated_on]
+        worst = max(held, key=lambda r: abs(r["error"]))
+        counts = sorted({r["num_workers"] for r in held})
+        parts.append(
+            f"from {calibrated_on.replace(',', ', ')} ranks, {len(held)} predictions at "
+            f"{' and '.join(str(n) for n in counts)} ranks, worst **{worst['error']:+.1%}** ({worst['run']}, "
+            f"{worst['scaling']}, {worst['num_workers']} ranks"
+            + (f"; {worst['missed_term']}" if worst["missed_term"] else "")
+            + ")"
+        )
+    return "; ".join(parts)
+
+
 @figure("prediction-validation")
 def prediction_validation() -> str:
     v = validation()
-    which = "held-out " if v.held_out else ""
-    ranks = [r["num_workers"] for r in v.rows]
     runs = list(dict.fromkeys(r["run"] for r in v.rows))
-    terms = [r["missed_term"].split(" ")[0] for r in v.rows if r["missed_term"]]
-    named = ", ".join(f"{term}: {terms.count(term)}" for term in sorted(set(terms)))
-    w = v.worst
-    return (
-        f"{len(v.rows)} {which}predictions at {min(ranks)}-{max(ranks)} ranks in {len(runs)} runs "
-        f"({', '.join(f'`{r}`' for r in runs)}), worst {which}error **{w['error']:+.1%}** ({w['run']}, "
-        f"{w['scaling']}, {w['num_workers']} ranks); {len(terms)} of the {len(v.rows)} name a term further off"
-        + (f" ({named})" if terms else "")
-    )
+    which = "held-out " if v.held_out else ""
+    return f"{which}predictions of {len(runs)} cases ({', '.join(f'`{r}`' for r in runs)}): " + by_calibration(v.rows)
 
 
 @figure("cpu16-prediction")
@@ -81,31 +89,5 @@ def cpu16_prediction() -> str:
 
 @figure("cpu16-prediction-latest")
 def cpu16_prediction_latest() -> str:
-    rows = summary(EXPERIMENT)
-    latest = [r for r in rows if r["run"] == rows[-1]["run"]]
-    if latest[0].get("held_out") is not None:
-        return held_out_sentence([r for r in rows if r.get("held_out") is not None])
-    near = [abs(r["error"]) for r in latest if r["num_workers"] < 8]
-    at8 = {r["scaling"]: r for r in latest if r["num_workers"] == 8}
-    return (
-        f"In `{latest[0]['run']}` the model is within {max(near):.1%} at 2 and 4 ranks and misses at 8: "
-        f"{at8['strong']['error']:+.1%} strong, {at8['weak']['error']:+.1%} weak. At 8 ranks the trials' profiled "
-        f"all-reduce takes {span([r['measured_comm_ms'] for r in at8.values()], '.1f')} ms a step, against "
-        f"{at8['strong']['comm_ms']:.1f} ms the probe's fit gives the same 22 MB on the same 8 ranks; the compute "
-        f"term is not what misses (the measured step less the model's compute is "
-        f"{span([r['measured_step_time_ms'] - r['compute_ms'] for r in at8.values()], '.1f')} ms of exposed "
-        "communication)."
-    )
-
-
-def held_out_sentence(rows: list[dict]) -> str:
-    """Per run of the held-out form (calibrated on 1 and 2 ranks), its worst held-out error and the term further off."""
-    parts = []
-    for run in dict.fromkeys(r["run"] for r in rows):
-        held = [r for r in rows if r["run"] == run and r["held_out"]]
-        worst = max(held, key=lambda r: abs(r["error"]))
-        parts.append(
-            f"`{run}`: worst held-out error {worst['error']:+.1%} ({worst['scaling']}, {worst['num_workers']} ranks"
-            f"{', ' + worst['missed_term'] if worst['missed_term'] else ''})"
-        )
-    return "Calibrated on 1 and 2 ranks, predicting 4 and 8 held out: " + "; ".join(parts) + "."
+    held = [r for r in summary(EXPERIMENT) if r.get("held_out") is True]
+    return "Held out, each predicted from the smaller counts only: " + by_calibration(held) + "."

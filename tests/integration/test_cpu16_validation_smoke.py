@@ -33,3 +33,14 @@ def test_the_validation_script_runs_small_and_writes_its_summary(tmp_path):
     assert summary["measured_step_time_ms"].gt(0).all() and summary["error"].notna().all()
     assert "worst held-out error" in proc.stdout.splitlines()[-1]
     assert validation_line(tmp_path / "out" / "summary.csv").startswith("validated against measurement: out (2 held")
+    # what it measured is saved beside the summary, and predicting again from it gives the same rows
+    again = subprocess.run(
+        [sys.executable, str(REPO / SCRIPT), "--smoke", "--from", "out", "again"],
+        cwd=tmp_path,
+        env=ENV | {"PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, explain(again)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "again" / "summary.csv"), summary)

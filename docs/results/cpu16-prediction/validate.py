@@ -1,7 +1,7 @@
 """Validate the step-time model on a 16-core host (CPU ranks over gloo): calibrate on the 1- and 2-rank trials and
 the link probe, then predict strong and weak scaling at 4 and 8 ranks held out and compare with measurement.
 
-    python docs/results/cpu16-prediction/validate.py [--case NAME] [--smoke] [OUT]
+    python docs/results/cpu16-prediction/validate.py [--case NAME] [--smoke] [--from DIR] [OUT]
 
 Two cases (``CASES``), each its own call with ``--case`` (one call fits in 9 minutes; without ``--case`` both run):
 
@@ -22,6 +22,10 @@ scaling and N the terms, the predicted step, the measured median with its spread
 N was held out, and beyond 15% the term further off (compute, or comm against the profiled ``comm_kernel_ms``);
 then it prints the table and the worst held-out error, and its wall time last.
 
+Beside the summary it saves what it measured, ``trials-<case>.parquet`` and ``links-<case>.parquet``;
+``--from DIR`` predicts again from those (no trial, no probe): the model as the code now has it, on the same
+measurements.
+
 ``--smoke`` runs the same steps at the smallest scale (1 and 2 ranks on 2 CPUs, one seed, tiny batches, buffers to
 1 MiB; 2 ranks predicted from 1): a check that the script runs against the code, not a validation.
 """
@@ -35,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 import raysweep
@@ -88,10 +93,11 @@ class Case:
         return sorted(strong | {self.weak_micro_batch})
 
     @property
-    def calibrate_on(self) -> set[int]:
-        """1 rank (the compute) and the smallest multi-rank count (the contention) where a larger one is left to
-        hold out; 1 rank alone otherwise."""
-        return {1, self.ranks[0]} if len(self.ranks) > 1 else {1}
+    def calibrations(self) -> list[set[int]]:
+        """The counts the model is calibrated on, each leaving the larger ones to hold out: 1 rank (the compute)
+        and each multi-rank count but the largest in turn (the contention): {1, 2} holds out 4 and 8, {1, 2, 4}
+        holds out 8. 1 rank alone where there is one multi-rank count."""
+        return [{1, *self.ranks[:k]} for k in range(len(self.ranks))][-max(1, len(self.ranks) - 1) :]
 
 
 PROBE = ProbePlan(max_bytes=64 << 20, repeats=7, collectives=("all_reduce",))
@@ -102,7 +108,7 @@ CASES = {
 SMOKE = Case(
     "smoke", "vit_micro_patch4_32", 32, [2], 16, 16, [0], 256, ProbePlan(max_bytes=1 << 20, repeats=2, warmup=1)
 )
-STEPS_PER_EPOCH = 12  # 2 warm-up steps, the timed ones, then the profiled window that records comm_kernel_ms
+STEPS_PER_EPOCH = 24  # 2 warm-up steps, the timed ones, then the profiled window that records comm_kernel_ms
 
 
 def common(case: Case) -> dict:
@@ -161,23 +167,42 @@ def run(out: Path, case: Case, cpus: int) -> pd.DataFrame:
             report=False,
         )
         trials.append(result.trials.to_pandas())
-    measured = pd.concat(trials, ignore_index=True)
-    link_table = links_from_table(pq.read_table(links_path(ResultStore(root, "links"))), "probe")
-    frame = predict_from_trials(
-        measured, link_table, nodes=1, gpus_per_node=max(case.ranks), overlap=0.0, calibrate_on=case.calibrate_on
+    measured = pd.concat(trials, ignore_index=True).assign(host_cpus=os.cpu_count())
+    link_rows = pq.read_table(links_path(ResultStore(root, "links"))).to_pandas()
+    # what was measured, beside the summary: a later model is checked against the same trials and probe
+    measured.to_parquet(out / f"trials-{case.name}.parquet")
+    link_rows.to_parquet(out / f"links-{case.name}.parquet")
+    return predicted(case, measured, link_rows)
+
+
+def predicted(case: Case, measured: pd.DataFrame, link_rows: pd.DataFrame) -> pd.DataFrame:
+    """The case's summary rows (``COLUMNS``): per calibration (``Case.calibrations``) the counts it holds out,
+    predicted from the others and against the measurement."""
+    link_table = links_from_table(pa.Table.from_pandas(link_rows), "probe")
+    rows = []
+    for calibrate_on in case.calibrations:
+        frame = predict_from_trials(
+            measured, link_table, nodes=1, gpus_per_node=max(case.ranks), overlap=0.0, calibrate_on=calibrate_on
+        )
+        kept = frame[frame["measured"] & ~frame["num_workers"].isin(calibrate_on)]
+        rows.append(
+            kept[
+                ((kept["scaling"] == "strong") & (kept["global_batch"] == case.strong_global_batch))
+                | ((kept["scaling"] == "weak") & (kept["micro_batch"] == case.weak_micro_batch))
+            ]
+        )
+    kept = pd.concat(rows, ignore_index=True).assign(
+        run=case.name, host=f"{int(measured['host_cpus'].iloc[0])} CPU cores, gloo", model=case.model, held_out=True
     )
-    kept = frame[frame["measured"] & (frame["num_workers"] >= 2)]
-    kept = kept[
-        ((kept["scaling"] == "strong") & (kept["global_batch"] == case.strong_global_batch))
-        | ((kept["scaling"] == "weak") & (kept["micro_batch"] == case.weak_micro_batch))
-    ]
-    kept = kept.assign(
-        run=case.name,
-        host=f"{os.cpu_count()} CPU cores, gloo",
-        model=case.model,
-        held_out=~kept["num_workers"].isin(case.calibrate_on),
+    return kept[COLUMNS].sort_values(["calibrated_on", "scaling", "num_workers"]).reset_index(drop=True)
+
+
+def measured_in(directory: Path, case: Case) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The trials and the probe ``run`` saved for ``case`` under ``directory``."""
+    return (
+        pd.read_parquet(directory / f"trials-{case.name}.parquet"),
+        pd.read_parquet(directory / f"links-{case.name}.parquet"),
     )
-    return kept[COLUMNS].sort_values(["scaling", "num_workers"]).reset_index(drop=True)
 
 
 def merged(path: Path, rows: pd.DataFrame) -> pd.DataFrame:
@@ -211,11 +236,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"validate: --case must be one of {', '.join(CASES)}, not {name!r}", file=sys.stderr)
             return 2
         chosen, argv = [name], argv[:at] + argv[at + 2 :]
+    measurements = None
+    if "--from" in argv:
+        at = argv.index("--from")
+        measurements, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2 :]
     cases = [SMOKE] if smoke else [CASES[name] for name in chosen]
     out = Path(argv[0] if argv else os.environ.get("OUT", "/tmp/cpu16-prediction"))
     started = time.monotonic()
-    cpus = 2 if smoke else 16
-    rows = pd.concat([run(out, case, cpus) for case in cases], ignore_index=True)
+    if measurements is not None:  # the model again, on trials and a probe measured before
+        rows = pd.concat([predicted(case, *measured_in(measurements, case)) for case in cases], ignore_index=True)
+    else:
+        rows = pd.concat([run(out, case, 2 if smoke else 16) for case in cases], ignore_index=True)
+    out.mkdir(parents=True, exist_ok=True)
     summary = merged(out / "summary.csv", rows)
     summary.to_csv(out / "summary.csv", index=False, float_format="%.4g")
     with pd.option_context("display.width", 250, "display.max_columns", 30):

@@ -1,4 +1,5 @@
-"""Every engine on one H100, and a shared group's later trials (docs/results/h100-engines-1gpu)."""
+"""Every engine on one H100, megatron-core beside ZeRO-1 and DDP, and a shared group's later trials
+(docs/results/h100-engines-1gpu, docs/results/h100-megatron)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ ENGINE_NAMES = {
     "ddp": "DDP",
     "accelerate": "Accelerate (DDP)",
     "fsdp": "FSDP2",
+    "megatron": "megatron-core",
 }
 
 
@@ -19,18 +21,17 @@ def engine_name(row: dict) -> str:
     return ENGINE_NAMES[row["engine"]].format(zero_stage=int(row["zero_stage"] or 0))
 
 
-def h100_engine_repeats() -> dict[str, list[dict]]:
-    """Each engine's trials of docs/results/h100-engines-1gpu in run order (repeat 0, 1, 2), in the space's order."""
+def engine_repeats(experiment: str = "h100-engines-1gpu") -> dict[str, list[dict]]:
+    """Each engine's trials of an experiment's sweep in run order (repeat 0, 1, 2), in the space's order."""
     by_engine: dict[str, list[dict]] = {}
-    for r in sorted(summary("h100-engines-1gpu"), key=lambda r: r["started_at"]):
+    for r in sorted(summary(experiment), key=lambda r: r["started_at"]):
         by_engine.setdefault(engine_name(r), []).append(r)
     return by_engine
 
 
-@figure("h100-engines-1gpu")
-def h100_engines_1gpu() -> str:
+def engine_table(experiment: str) -> str:
     body = []
-    for name, trials in h100_engine_repeats().items():
+    for name, trials in engine_repeats(experiment).items():
         body.append(
             [
                 name,
@@ -44,9 +45,35 @@ def h100_engines_1gpu() -> str:
     return table([*header, "J/sample, median"], body, "lrrrr")
 
 
+@figure("h100-engines-1gpu")
+def h100_engines_1gpu() -> str:
+    return engine_table("h100-engines-1gpu")
+
+
+@figure("h100-megatron")
+def h100_megatron() -> str:
+    return engine_table("h100-megatron")
+
+
+@figure("h100-megatron-says")
+def h100_megatron_says() -> str:
+    trials = engine_repeats("h100-megatron")
+
+    def median(name: str, column: str) -> float:
+        return statistics.median(r[column] for r in trials[name])
+
+    megatron = median("megatron-core", "throughput")
+    return (
+        f"megatron-core trains at {megatron / median('DDP', 'throughput'):.2f}x DDP's throughput and "
+        f"{megatron / median('DeepSpeed ZeRO-1', 'throughput'):.2f}x DeepSpeed ZeRO-1's (medians of "
+        f"{len(trials['megatron-core'])}), with {median('megatron-core', 'peak_mem_gib'):.1f} GiB peak memory "
+        f"against {median('DDP', 'peak_mem_gib'):.1f} and {median('DeepSpeed ZeRO-1', 'peak_mem_gib'):.1f}."
+    )
+
+
 @figure("h100-engines-1gpu-says")
 def h100_engines_1gpu_says() -> str:
-    trials = h100_engine_repeats()
+    trials = engine_repeats()
     ddp, accelerate = trials["DDP"], trials["Accelerate (DDP)"]
     ratios = [a["throughput"] / d["throughput"] for a, d in zip(accelerate, ddp)]
     spreads = {name: (max(t) - min(t)) / statistics.median(t) for name, rows in trials.items()

@@ -1,4 +1,5 @@
-"""ViT-B/16 with its class token at micro batch 1 on one H100 (docs/results/h100-sp-resolution)."""
+"""ViT-B/16 with its class token on one H100: the largest image at micro batch 1 (docs/results/h100-sp-resolution)
+and two scientific stand-ins of a real shape (docs/results/h100-scientific-standins)."""
 
 from __future__ import annotations
 
@@ -71,3 +72,31 @@ def h100_sp_resolution_says() -> str:
         f"with it {on_edge['side']} px ({on_edge['tokens']:,} tokens) trains in {on_edge['peak_mem_gib']:.1f} GiB "
         f"at {on_edge['step_s']:.1f} s a step."
     )
+
+
+@figure("h100-scientific-standins")
+def h100_scientific_standins() -> str:
+    body = [
+        [
+            r["data_dir"],
+            str(r["in_chans"]),
+            str(r["image_size"]),
+            f"{r['throughput']:.0f}",
+            f"{r['step_time_ms']:.1f}",
+            f"{r['peak_mem_gib']:.2f}",
+            f"{r['peak_mem_gib'] / r['micro_batch_per_worker'] * 1024:.0f}",
+            r["status"],
+        ]
+        for r in summary("h100-scientific-standins")
+    ]
+    header = [
+        "set",
+        "channels",
+        "side (px)",
+        "images/s",
+        "step (ms)",
+        "peak memory (GiB)",
+        "peak per image of the batch (MiB)",
+        "status",
+    ]
+    return table(header, body, "lrrrrrrl")

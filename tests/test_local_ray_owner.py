@@ -9,7 +9,9 @@ import sys
 import time
 
 import psutil
+import pytest
 
+from raysweep.core.errors import UsageError
 from raysweep.runtime import cluster
 
 # A process that starts a child (as the raylet starts workers), then waits.
@@ -59,3 +61,9 @@ def test_joining_an_unauthenticated_cluster_warns_naming_the_risk_and_the_remedy
     assert line.startswith("raysweep: warning: the Ray cluster at head:6379 runs without token authentication")
     assert "anyone who can reach its ports can run code on it" in line and "RAY_AUTH_MODE=token" in line
     assert "\n" not in line
+
+
+def test_a_ray_without_its_dashboard_packages_is_one_line_before_ray_starts(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray.dashboard.optional_deps", None)  # what an install of plain `ray` lacks
+    with pytest.raises(UsageError, match=r"pip install 'ray\[default\]', or pass --no-dashboard"):
+        cluster.start_local(num_cpus=1)

@@ -36,6 +36,8 @@ def start_local(
     """A fresh, private local Ray instance; first end one that a killed raysweep driver left behind.
     ``env_vars``: more environment for every process of the sweep
     (``raysweep.runtime.caches.bytecode_cache.bytecode_cache``'s)."""
+    if dashboard:
+        require_dashboard_packages()
     stop_orphaned_local_ray()
     private_local_ray()
     os.environ[OWNER_ENV] = owner_mark(os.getpid())
@@ -76,6 +78,18 @@ def start_local(
     record_local_ray(ray._private.worker._global_node.get_session_dir_path())
     if not ray.cluster_resources().get("GPU"):  # Ray's device count: no torch import before Ray starts
         build_cpu_comm_op_once()
+
+
+def require_dashboard_packages() -> None:
+    """One line, before Ray starts, where Ray's dashboard cannot: Ray installed without its ``default`` extra
+    (aiohttp and the rest) fails ``ray.init`` with a traceback otherwise."""
+    try:
+        import ray.dashboard.optional_deps  # noqa: F401  what Ray imports to decide whether it can start one
+    except ImportError as missing:
+        raise UsageError(
+            f"Ray's dashboard needs its packages ({missing.name or missing}): pip install 'ray[default]', "
+            "or pass --no-dashboard"
+        ) from None
 
 
 # Where a head node's GCS listens, read by Ray as it starts one (ray._private.node); 0 or unset: any free port.

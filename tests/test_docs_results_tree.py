@@ -30,6 +30,9 @@ READ = {
     "h200x2-strong-scaling/sweep.json": "docs/results/h200x2-strong-scaling/predict.py",
     # inputs, not outputs
     "h100-engines-1gpu/space.yaml": "the sweep's command (its README)",
+    "h100-megatron/space.yaml": "the sweep's command (its README)",
+    # what the validation measured, read again by validate.py --from and tests/test_cpu16_validation.py
+    "cpu16-prediction/measured/*.csv": "docs/results/cpu16-prediction/validate.py (measured_in)",
     "study-prediction/inputs.json": "docs/figures/study_prediction.py",
 }
 # never kept, whatever reads it: a sweep's per-trial tables (every Parquet file), logs, TensorBoard event files

@@ -7,7 +7,7 @@ Two cases (``CASES``), each its own call with ``--case`` (one call fits in 9 min
 
 * ``vit-micro``, where communication is a small share of the step: ViT micro (0.46 M parameters, a 1.8 MB
   all-reduce) over 64 tokens a sample at micro batches of 16-128;
-* ``vit-ti``, where it is a third or more of the step at 4 and 8 ranks: ViT-Ti/16 at 32 px (5.5 M parameters, a
+* ``vit-ti``, where it is a larger share: ViT-Ti/16 at 32 px (5.5 M parameters, a
   22 MB all-reduce) over 5 tokens a sample at micro batches of 4-32.
 
 Each case: the link probe (``python -m raysweep.probe``'s API: all-reduce, the only collective fp32 DDP runs, on
@@ -22,7 +22,7 @@ scaling and N the terms, the predicted step, the measured median with its spread
 N was held out, and beyond 15% the term further off (compute, or comm against the profiled ``comm_kernel_ms``);
 then it prints the table and the worst held-out error, and its wall time last.
 
-Beside the summary it saves what it measured, ``trials-<case>.parquet`` and ``links-<case>.parquet``;
+Beside the summary it saves what it measured, ``trials-<case>.csv`` and ``links-<case>.csv``;
 ``--from DIR`` predicts again from those (no trial, no probe): the model as the code now has it, on the same
 measurements.
 
@@ -170,8 +170,9 @@ def run(out: Path, case: Case, cpus: int) -> pd.DataFrame:
     measured = pd.concat(trials, ignore_index=True).assign(host_cpus=os.cpu_count())
     link_rows = pq.read_table(links_path(ResultStore(root, "links"))).to_pandas()
     # what was measured, beside the summary: a later model is checked against the same trials and probe
-    measured.to_parquet(out / f"trials-{case.name}.parquet")
-    link_rows.to_parquet(out / f"links-{case.name}.parquet")
+    measured.to_csv(out / f"trials-{case.name}.csv", index=False)
+    link_rows.to_csv(out / f"links-{case.name}.csv", index=False)
+    measured, link_rows = measured_in(out, case)  # as --from reads them, so both give the same rows
     return predicted(case, measured, link_rows)
 
 
@@ -199,10 +200,7 @@ def predicted(case: Case, measured: pd.DataFrame, link_rows: pd.DataFrame) -> pd
 
 def measured_in(directory: Path, case: Case) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The trials and the probe ``run`` saved for ``case`` under ``directory``."""
-    return (
-        pd.read_parquet(directory / f"trials-{case.name}.parquet"),
-        pd.read_parquet(directory / f"links-{case.name}.parquet"),
-    )
+    return pd.read_csv(directory / f"trials-{case.name}.csv"), pd.read_csv(directory / f"links-{case.name}.csv")
 
 
 def merged(path: Path, rows: pd.DataFrame) -> pd.DataFrame:

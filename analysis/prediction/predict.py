@@ -4,7 +4,7 @@
 
 Calibrated on the sweep's 1-rank trials (per-rank compute, ``analysis.prediction.step_model.ComputeCurve``), a link
 table (the sweep's ``links/links.parquet`` from the link probe, another probe's, or a named link) and the sweep's
-multi-rank trials (the compute share ranks sharing a host lose to each other, ``step_model.Contention``),
+multi-rank trials (what the ranks' coupling adds as a share of compute, ``step_model.Contention``),
 it predicts each configuration's step time, throughput, speedup and efficiency for N ranks packed G to a node on
 up to M nodes (``analysis.prediction.step_model``), beside what the sweep measured at the same N where it ran.
 Every row is a prediction; ``measured_*`` columns hold the measurement where one exists; ``extrapolated`` marks the rows
@@ -68,7 +68,7 @@ class Prediction:
     comm_ms: float
     overlap: float
     overlap_source: str  # measured, given, or "none (bound)" where no multi-rank trial measured it
-    contention_share: float  # the compute share this many ranks on a host lose (step_model.Contention)
+    contention_share: float  # what this many ranks' coupling adds, as a share of compute (step_model.Contention)
     contention_ms: float  # contention_share x compute_ms x slowest
     calibrated_on: str  # the worker counts whose trials calibrated the model, comma-separated
     step_time_ms: float

@@ -1,5 +1,5 @@
 """The time of one data-parallel optimizer step on N ranks: per-rank compute, the step's collectives, their overlap,
-and the compute the ranks sharing a host lose to each other (``StepTerms``).
+and the time the ranks' coupling adds in proportion to their compute (``StepTerms``).
 
     step = max(compute x slowest + contention + comm x (1 - overlap), comm)
 
@@ -10,13 +10,15 @@ and the compute the ranks sharing a host lose to each other (``StepTerms``).
   (``analysis.prediction.link_model.Links.collective_s``), bucket by bucket;
 * ``overlap``: the share of ``comm`` hidden under compute, measured (``comm_overlap``) or a bound: none (0) or
   full (1); with full overlap a step still lasts as long as its collectives;
-* ``contention``: ``share(ranks per host) x compute x slowest``: the time the ranks of one host lose to each
-  other, each count's ``share`` calibrated by ``fit_contention`` on the sweep's own multi-rank trials (their step
-  less the terms above, on their compute). A 1-rank trial has the host's memory bandwidth, caches and spare cores
-  to itself; beside other ranks (and on CPUs beside gloo's threads reducing their gradients) the same compute takes
-  longer, by a share that depends on how many ranks share the host, which is what the 16-core validation measures:
-  the step beyond the idle-link terms follows the compute, not the collectives' ring steps or bytes. Ranks alone
-  on their host (one a node) add none.
+* ``contention``: ``share(ranks per host) x compute x slowest``: what the ranks' coupling adds to a step beyond
+  the collectives timed on idle ranks, each count's ``share`` calibrated by ``fit_contention`` on the sweep's own
+  multi-rank trials (their step less the terms above, on their compute). In a trial the collectives run beside the
+  backward pass (on CPU ranks gloo's threads reduce the gradients while the rank computes) and every rank waits for
+  the others at each one; the 16-core validation finds that time growing with the compute, not with the
+  collectives' bytes or ring steps, and by a share that depends on the ranks' count. It is not the host's cores or
+  memory: independent 1-rank trials at once, with no collectives between them, run as fast as one alone
+  (``docs/results/cpu16-prediction/host_sharing.csv``). Keyed on the ranks a host holds, as one host's trials
+  calibrate it; a rank alone on its host (one a node) gets none, since no trial measured it across hosts.
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ class StepTerms:
     compute_ms: float  # the per-rank step without communication (1-rank trials)
     comm_ms: float  # the step's collectives on the probed link, ranks otherwise idle
     overlap: float  # the share of comm_ms hidden under compute
-    contention_ms: float = 0.0  # the compute the ranks sharing a host lose to each other (``Contention``)
+    contention_ms: float = 0.0  # what the ranks' coupling adds in proportion to compute (``Contention``)
     slowest: float = 1.0  # the slowest rank's compute over the others'
 
     @property
@@ -129,7 +131,7 @@ class StepTerms:
 
 @dataclass(frozen=True)
 class Contention:
-    """The share of its compute a rank loses to the other ranks on its host, by how many ranks share it.
+    """What the ranks' coupling adds to a step as a share of its compute, by how many ranks a host holds.
 
     Each calibrated count's share is the least-squares slope through the origin of its points' residuals
     (measured step less the idle-link terms) on their compute (times the slowest rank's factor), never negative: a
@@ -152,7 +154,7 @@ class Contention:
 
 
 def fit_contention(points: list[tuple[int, float, float]]) -> Contention:
-    """``Contention`` from calibration points of ranks sharing a host: each (ranks per host, its compute times the
+    """``Contention`` from calibration points of multi-rank trials: each (ranks per host, its compute times the
     slowest rank's factor, its measured step less the idle-link terms)."""
     kept = [(n, c, r) for n, c, r in points if n > 1 and c > 0 and math.isfinite(r)]
     shares = []

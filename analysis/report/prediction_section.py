@@ -84,7 +84,7 @@ def prediction_section(analysis: SweepAnalysis, figures: list[Image]) -> list[Bl
         Heading("Predicted scaling"),
         Paragraph(
             "**Predictions**, from the 1-rank trials' compute, the link probe's fits (`links/links.parquet`) and "
-            "the compute share the multi-rank trials' ranks lose to each other on a host (contention), one node of "
+            "what the multi-rank trials' coupling adds as a share of compute (contention), one node of "
             f"up to {PREDICT_BEYOND}x the measured ranks; measured step times beside them where the sweep ran that "
             "count (`python -m analysis.predict` for other shapes and links). Rows beyond the counts that calibrated "
             "the model say so (extrapolated)."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 from . import figure, summary, table
@@ -91,3 +92,18 @@ def cpu16_prediction() -> str:
 def cpu16_prediction_latest() -> str:
     held = [r for r in summary(EXPERIMENT) if r.get("held_out") is True]
     return "Held out, each predicted from the smaller counts only: " + by_calibration(held) + "."
+
+
+@figure("cpu16-host-sharing")
+def cpu16_host_sharing() -> str:
+    rows = summary(EXPERIMENT, "host_sharing.csv")
+    median = {k: statistics.median(r["step_time_ms"] for r in rows if r["at_once"] == k)
+              for k in sorted({r["at_once"] for r in rows})}  # fmt: skip
+    alone, most = median[1], max(median)
+    at_once = ", ".join(f"x{median[k] / alone:.2f} at {k}" for k in median if k > 1)
+    spread = [r["step_time_ms"] / alone for r in rows if r["at_once"] == most]
+    return (
+        f"step at {at_once} the median step of one alone ({alone:.1f} ms; each of the {most}: "
+        f"x{min(spread):.2f}-x{max(spread):.2f}; vit-micro at micro batch 32, "
+        "`docs/results/cpu16-prediction/host_sharing.py`)"
+    )

@@ -33,6 +33,7 @@ READ = {
     "h100-megatron/space.yaml": "the sweep's command (its README)",
     # what the validation measured, read again by validate.py --from and tests/test_cpu16_validation.py
     "cpu16-prediction/measured/*.csv": "docs/results/cpu16-prediction/validate.py (measured_in)",
+    "cpu16-prediction/host_sharing.csv": "docs/figures/prediction_validation.py (cpu16_host_sharing)",
     "study-prediction/inputs.json": "docs/figures/study_prediction.py",
 }
 # never kept, whatever reads it: a sweep's per-trial tables (every Parquet file), logs, TensorBoard event files

@@ -14,14 +14,13 @@ import pandas as pd
 from analysis.prediction.predict import validation_line
 from tests.integration.conftest import REPO, explain
 
-EXPERIMENT = REPO / "docs" / "results" / "cpu16-prediction"
 ENV = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a Ray of its own, as a user's first run
 
 
 def run_script(cwd: Path, script: str, *args: str) -> subprocess.CompletedProcess:
-    """``python docs/results/cpu16-prediction/SCRIPT ARGS`` from ``cwd``, the checkout on its path."""
+    """``python SCRIPT ARGS`` (a path in the checkout) from ``cwd``, the checkout on its path."""
     return subprocess.run(
-        [sys.executable, str(EXPERIMENT / script), *args],
+        [sys.executable, str(REPO / script), *args],
         cwd=cwd,
         env=ENV | {"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"},
         capture_output=True,
@@ -31,7 +30,7 @@ def run_script(cwd: Path, script: str, *args: str) -> subprocess.CompletedProces
 
 
 def test_the_validation_script_runs_small_and_writes_its_summary(tmp_path):
-    proc = run_script(tmp_path, "validate.py", "--smoke", "out")
+    proc = run_script(tmp_path, "docs/results/cpu16-prediction/validate.py", "--smoke", "out")
     assert proc.returncode == 0, explain(proc)
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert set(summary["scaling"]) == {"strong", "weak"} and set(summary["num_workers"]) == {2}
@@ -42,13 +41,13 @@ def test_the_validation_script_runs_small_and_writes_its_summary(tmp_path):
         f"validated against measurement: out ({os.cpu_count()} CPU cores, gloo), worst held-out error "
     )
     # what it measured is saved beside the summary, and predicting again from it gives the same rows
-    again = run_script(tmp_path, "validate.py", "--smoke", "--from", "out", "again")
+    again = run_script(tmp_path, "docs/results/cpu16-prediction/validate.py", "--smoke", "--from", "out", "again")
     assert again.returncode == 0, explain(again)
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "again" / "summary.csv"), summary)
 
 
 def test_the_host_sharing_script_runs_small_and_writes_its_table(tmp_path):
-    proc = run_script(tmp_path, "host_sharing.py", "--smoke", "out")
+    proc = run_script(tmp_path, "docs/results/cpu16-prediction/host_sharing.py", "--smoke", "out")
     assert proc.returncode == 0, explain(proc)
     table = pd.read_csv(tmp_path / "out" / "host_sharing.csv")
     assert sorted(table["at_once"]) == [1, 1, 2, 2] and table["step_time_ms"].gt(0).all()

@@ -527,6 +527,18 @@ def holdout_lines(frame: pd.DataFrame) -> str:
     )
 
 
+def worst_by_calibration(rows: list[dict]) -> list[tuple[str, list[dict], dict]]:
+    """Validation rows (each with an ``error``) grouped by the counts that calibrated them, the most counts first:
+    (``calibrated_on``, its rows, its row of the largest absolute error). Rows without the column form one group,
+    ``""``."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        calibrated_on = r.get("calibrated_on")
+        groups.setdefault("" if calibrated_on is None else str(calibrated_on), []).append(r)
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[0].split(",")), kv[0]))
+    return [(c, group, max(group, key=lambda r: abs(r["error"]))) for c, group in ordered]
+
+
 def validation_line(summary: Path = VALIDATION_SUMMARY) -> str:
     """Where the predictor was checked against measurement and its worst error there, from the committed summary
     (its held-out rows where it marks them), per set of counts it was calibrated on, the most counts first;
@@ -540,12 +552,9 @@ def validation_line(summary: Path = VALIDATION_SUMMARY) -> str:
         which = ""
     if rows.empty:
         return ""
-    if "calibrated_on" not in rows.columns:
-        rows = rows.assign(calibrated_on="")
     parts = []
-    for calibrated_on, group in sorted(rows.groupby("calibrated_on"), key=lambda kv: -len(kv[0].split(","))):
-        worst = group.loc[group["error"].abs().idxmax()]
-        counts = sorted(set(group["num_workers"]))
+    for calibrated_on, group, worst in worst_by_calibration(rows.to_dict("records")):
+        counts = sorted({r["num_workers"] for r in group})
         at = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         parts.append(
             f"{worst['error']:+.1%} of {len(group)} at {at} ranks"

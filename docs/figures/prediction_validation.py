@@ -5,6 +5,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from analysis.prediction.predict import worst_by_calibration
+
 from . import figure, summary, table
 
 EXPERIMENT = "cpu16-prediction"
@@ -41,9 +43,7 @@ def validation() -> Validation:
 def by_calibration(rows: list[dict]) -> str:
     """Per set of counts the model was calibrated on (the most first): the counts it held out, its worst error."""
     parts = []
-    for calibrated_on in sorted({str(r["calibrated_on"]) for r in rows}, key=lambda c: -len(c.split(","))):
-        held = [r for r in rows if str(r["calibrated_on"]) == calibrated_on]
-        worst = max(held, key=lambda r: abs(r["error"]))
+    for calibrated_on, held, worst in worst_by_calibration(rows):
         counts = sorted({r["num_workers"] for r in held})
         parts.append(
             f"from {calibrated_on.replace(',', ', ')} ranks, {len(held)} predictions at "

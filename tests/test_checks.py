@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from raysweep.core.errors import UsageError
@@ -9,6 +13,8 @@ from raysweep.core.params import TrialParams
 from raysweep.planning.checks import check_trial, check_values
 from trainers.model.models import PRESETS
 from trainers.model.sequence_parallel_check import declared_token_shape, token_shape
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def params(**values) -> TrialParams:
@@ -91,3 +97,18 @@ def test_check_values_passes_what_trains_and_leaves_unknown_timm_models_to_plann
 @pytest.mark.parametrize("image_size", [0, 64])
 def test_a_presets_declared_shape_is_the_shape_timm_builds(model, image_size):
     assert declared_token_shape(model, image_size) == token_shape(model, image_size)
+
+
+def test_checking_a_preset_trial_imports_neither_timm_nor_deepspeed():
+    """The driver checks every trial before it starts; for raysweep's presets that needs no timm (seconds to import)."""
+    code = (
+        "import sys\n"
+        "from raysweep.core.params import TrialParams\n"
+        "from raysweep.planning.checks import check_trial, check_values\n"
+        "trial = TrialParams(model='vit_micro_patch4_32', dataset='digits')\n"
+        "check_values(trial); check_trial(trial)\n"
+        "print(sorted(m for m in ('timm', 'torchvision', 'deepspeed') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from raysweep.core.errors import UsageError
+from raysweep.runtime.caches.cpu_comm_op import build_cpu_comm_op_once
 
 # In the environment of every process of a local Ray that raysweep started (its children inherit it):
 # "<driver pid>:<driver start time>", the process that owns them.
@@ -200,44 +201,6 @@ def token_auth_on() -> bool:
     from ray._raylet import AuthenticationMode, get_authentication_mode
 
     return get_authentication_mode() == AuthenticationMode.TOKEN
-
-
-def build_cpu_comm_op_once() -> None:
-    """For a local Ray without GPUs, build DeepSpeed's CPU communication op now, saying so, if it is not built yet.
-
-    Every CPU rank loads DeepSpeed's shared-memory op; the first load on a machine compiles it
-    (about a minute, then cached by torch.utils.cpp_extension). Done here, once, before any trial's
-    workers start, the user is told what the wait is, and no trial's setup time includes a compiler run.
-    """
-    # DeepSpeed would pick its CPU accelerator anyway, but warn that it found no GPU (the ranks are
-    # told too: train_run.worker_env).
-    os.environ.setdefault("DS_ACCELERATOR", "cpu")
-    from trainers.quiet import quiet_noise_logs
-
-    quiet_noise_logs()
-    from deepspeed.git_version_info import installed_ops
-    from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder
-    from torch.utils.cpp_extension import _get_build_directory
-
-    builder = ShareMemCommBuilder()
-    if installed_ops.get(builder.name) or not builder.is_compatible():
-        return  # installed prebuilt with DeepSpeed, or not used on this platform
-    # torch's own rule for where load() builds and caches an extension (TORCH_EXTENSIONS_DIR or ~/.cache)
-    build_dir = Path(_get_build_directory(builder.name, verbose=False))
-    if (build_dir / f"{builder.name}.so").is_file():
-        return
-    print(
-        f"raysweep: building DeepSpeed's CPU communication op once for this machine "
-        f"(about a minute; cached in {build_dir})",
-        flush=True,
-    )
-    try:
-        builder.load(verbose=False)
-    except Exception as e:  # the trials' DeepSpeed would fail the same way, one by one
-        raise UsageError(
-            f"DeepSpeed's CPU communication op does not build on this machine ({str(e).splitlines()[0]}); "
-            "it needs a C++ compiler and ninja (pip install ninja)"
-        ) from None
 
 
 # Where ray.init connects first when the address names no port: the GCS for HOST, the Ray

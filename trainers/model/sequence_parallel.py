@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from raysweep.core.errors import UsageError
+from trainers.model.sequence_parallel_check import SP_POOLS
 
 
 @dataclass(frozen=True)
@@ -193,9 +194,6 @@ class SequenceParallelViT(nn.Module):
         pooled_here = ((position >= first) & (position < end)).to(x.dtype)
         pooled = _AllReduceSum.apply((x * pooled_here[:, None]).sum(dim=1), self.group) / (end - first)
         return vit.head(vit.head_drop(vit.fc_norm(pooled)))
-
-
-SP_POOLS = ("token", "avg")
 
 
 def apply_sequence_parallel(model: nn.Module, groups: ParallelGroups) -> nn.Module:

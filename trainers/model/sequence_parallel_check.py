@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import SP_ZERO_STAGES, TrialParams
-from trainers.model.sequence_parallel import SP_POOLS
 
 SP_ENGINES = ("deepspeed", "ddp")
+SP_POOLS = ("token", "avg")  # the pools whose pooled tokens SP can gather: class token or average
 
 
 @dataclass(frozen=True)

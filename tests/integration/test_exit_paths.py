@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
 from tests.integration.conftest import REPO, Run, table
 
@@ -49,29 +48,40 @@ def test_a_failed_trial_leaves_nothing_running(tmp_path):
     assert run.left_running() == [], run.output()
 
 
-@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_stopped_sweep_exits_clean_and_resumes_with_each_row_once(tmp_path, signum, status):
-    """Stopped in its first trial's epochs; --resume (the success path) runs the rest, each trial once."""
-    name = signum.name.lower()
-    run = Run(tmp_path, *sweep_args(tmp_path, name, "--set", "micro_batch_per_worker=[8,16]"))
+def stop(run: Run, signum: signal.Signals) -> str:
+    """Stop ``run`` in a trial's first epoch with ``signum`` as a user's terminal or a batch system does;
+    it exits with 128 + the signal's number within 30 s, prints its resume command and leaves nothing running."""
     run.wait_for(r"epoch 1/2")
     if signum == signal.SIGINT:
         os.killpg(run.proc.pid, signum)  # as a terminal's Ctrl-C reaches its whole foreground group
     else:
         os.kill(run.proc.pid, signum)  # as Kubernetes or a batch system stops the main process
     stopped = time.time()
-    assert run.wait() == status, run.output()
+    assert run.wait() == 128 + signum, run.output()
     assert time.time() - stopped < 30, run.output()
     out = run.output()
-    assert f"python -m raysweep.tune --resume {tmp_path / name}" in out, out
     assert "Tuner.restore" not in out and "SIGTERM received" not in out, out
     assert run.left_running() == [], out
+    return out
 
-    before = {r["trial_id"]: r["finished_at"] for r in table(tmp_path / name, "trials").to_pylist()}
-    resumed = Run(tmp_path, "--resume", str(tmp_path / name), "--no-report", "--no-dashboard")
+
+def test_a_stopped_sweep_exits_clean_and_resumes_with_each_row_once(tmp_path):
+    """Stopped by Ctrl-C (SIGINT, 130) in its first trial's epochs, resumed, that resume stopped by SIGTERM (143)
+    in a later trial's (a trial the first run never started, so it has an epoch 1 to stop in); a last --resume
+    (the success path) runs the rest, each trial once."""
+    sweep = tmp_path / "stopped"
+    out = stop(
+        Run(tmp_path, *sweep_args(tmp_path, "stopped", "--set", "micro_batch_per_worker=[8,16,32]")), signal.SIGINT
+    )
+    assert f"python -m raysweep.tune --resume {sweep}" in out, out
+    out = stop(Run(tmp_path, "--resume", str(sweep), "--no-report", "--no-dashboard"), signal.SIGTERM)
+    assert f"python -m raysweep.tune --resume {sweep}" in out, out
+
+    before = {r["trial_id"]: r["finished_at"] for r in table(sweep, "trials").to_pylist()}
+    resumed = Run(tmp_path, "--resume", str(sweep), "--no-report", "--no-dashboard")
     assert resumed.wait() == 0, resumed.output()
-    rows = table(tmp_path / name, "trials").to_pylist()
-    assert sorted(r["micro_batch_per_worker"] for r in rows) == [8, 16], resumed.output()
+    rows = table(sweep, "trials").to_pylist()
+    assert sorted(r["micro_batch_per_worker"] for r in rows) == [8, 16, 32], resumed.output()
     assert all(r["status"] == "completed" for r in rows)
     assert all(r["finished_at"] == before[r["trial_id"]] for r in rows if r["trial_id"] in before)
     assert resumed.left_running() == [], resumed.output()

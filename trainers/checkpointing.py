@@ -46,5 +46,12 @@ def restore_checkpoint(engine: Engine, meter: TrialMeter, checkpoint: ray.train.
         engine.load(Path(directory))
         progress = json.loads((Path(directory) / PROGRESS).read_text())
     meter.epochs = [EpochMeasure(**e) for e in progress["epochs"]]
-    meter.first_step_at = progress["first_step_at"]
+    meter.first_step_at = resumed_first_step(progress["first_step_at"], meter.trial_started_at)
     return True
+
+
+def resumed_first_step(recorded: float | None, trial_started_at: float) -> float | None:
+    """The first step a resumed trial's setup is timed to: the checkpoint's, where it was taken since this trial's
+    driver started (its worker group was started again); else none yet, as the checkpoint comes from an earlier
+    driver (a resumed sweep) and this run's setup ends at its own first step, not before its start."""
+    return recorded if recorded is not None and recorded >= trial_started_at else None

@@ -84,6 +84,8 @@ def test_a_stopped_sweep_exits_clean_and_resumes_with_each_row_once(tmp_path):
     assert sorted(r["micro_batch_per_worker"] for r in rows) == [8, 16, 32], resumed.output()
     assert all(r["status"] == "completed" for r in rows)
     assert all(r["finished_at"] == before[r["trial_id"]] for r in rows if r["trial_id"] in before)
+    # the trials resumed from their checkpoints time their setup in the run that finished them
+    assert all(r["setup_s"] >= 0 for r in rows), [(r["trial_id"], r["setup_s"]) for r in rows]
     assert resumed.left_running() == [], resumed.output()
 
 

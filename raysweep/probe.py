@@ -3,6 +3,9 @@
 Writes ``<results-dir>/<name>/links/links.parquet`` (``raysweep.core.schema.LINKS_COLUMNS``: the timed points
 and the fits) and prints the fits; ``python -m analysis.predict SWEEP --link <that file>`` predicts with it.
 A sweep run with ``--probe-links`` runs the same probe on its cluster before its trials, into its own directory.
+With a ``CoupledPlan`` (``ProbeOptions.coupled``) it also times the trial's bucketed all-reduce while the ranks
+compute (``trainers.coupled_probe``), on the intra-node group: the table's ``coupled`` rows, from which the model
+takes the ranks' coupling where no multi-rank trial calibrates it (``analysis.prediction.coupling``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from raysweep.runtime.capacity import Capacity
 from raysweep.runtime.links import probe_groups, run_probe_group
 from raysweep.runtime.ray_logs import plain_log_output, quiet_forwarded_logs
 from raysweep.runtime.train_run import start_train_coordinator
+from trainers.coupled_probe import CoupledPlan
 from trainers.link_probe import COLLECTIVES, ProbePlan
 
 DEVICES = ("auto", "cpu", "gpu")
@@ -47,6 +51,7 @@ class ProbeOptions:
     max_ranks: int = 8
     plan: ProbePlan = field(default_factory=ProbePlan)
     collective_timeout_s: int = 600
+    coupled: CoupledPlan | None = None  # the coupled probe's load and buckets; None: the link probe alone
 
     def check(self) -> None:
         if self.device not in DEVICES:
@@ -64,6 +69,8 @@ class ProbeOptions:
         unknown = set(self.plan.collectives) - set(COLLECTIVES)
         if unknown:
             raise UsageError(f"--collectives: {unknown_name('collective', sorted(unknown)[0], COLLECTIVES)}")
+        if self.coupled is not None and not (self.coupled.bucket_bytes and self.coupled.micro_batch >= 1):
+            raise UsageError("the coupled probe needs a micro batch of 1 or more and at least one gradient bucket")
 
 
 def links_path(store: ResultStore) -> Path:
@@ -88,6 +95,18 @@ def probe_connected(options: ProbeOptions, store: ResultStore) -> pa.Table:
         print(f"link probe: {group.link_class}, {group.ranks} ranks ({group.placement_strategy})", flush=True)
         points += run_probe_group(
             group, options.plan, device, options.cpus_per_worker, storage, options.collective_timeout_s, store.sweep
+        )
+    intra = [g for g in groups if g.link_class == "intra_node"]
+    if options.coupled is not None and intra:  # the coupling is a host's: its ranks computing beside their reduce
+        print(f"coupled probe: {options.coupled.model}, {intra[0].ranks} ranks", flush=True)
+        points += run_probe_group(
+            intra[0],
+            options.coupled,
+            device,
+            options.cpus_per_worker,
+            storage,
+            options.collective_timeout_s,
+            store.sweep,
         )
     fits = fit_rows(points)
     table = table_from_rows("links", [{"sweep": store.sweep, **row} for row in points + fits])

@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from analysis.prediction.coupling import CoupledProbe, bucket_bytes, coupled_from_table, probed_shares
 from analysis.prediction.link_model import (
     COLLECTIVES,
     INTER_NODE,
@@ -261,6 +262,51 @@ def test_contention_is_linear_in_ranks_per_host_between_counts_and_flat_beyond()
     assert fit_contention([(4, 100.0, 30.0)]).share(2) == pytest.approx(0.1)  # from 0 at one rank to 0.3 at 4
 
 
+def test_the_coupled_probes_share_is_its_coupled_all_reduce_less_the_idle_one_on_its_compute():
+    # 100 ms of compute alone, 5 ms of all-reduce on idle ranks, 150 ms a step when both run coupled
+    point = CoupledProbe(ranks_per_node=4, compute_ms=100.0, idle_ms=5.0, coupled_ms=150.0)
+    assert point.coupled_comm_ms == 50.0  # the all-reduce as the coupled ranks see it
+    assert point.probed_share == pytest.approx(0.45)  # (50 - 5) / 100
+    # a coupled step below compute and idle all-reduce is overlap or noise, not a gain: no share
+    assert CoupledProbe(4, 100.0, 5.0, 103.0).probed_share == 0.0
+
+
+def test_probed_shares_are_each_counts_median_and_leave_one_rank_out():
+    points = [
+        CoupledProbe(4, 100.0, 0.0, 130.0),
+        CoupledProbe(4, 100.0, 0.0, 150.0),
+        CoupledProbe(4, 100.0, 0.0, 170.0),
+    ]
+    points += [CoupledProbe(8, 50.0, 2.0, 77.0), CoupledProbe(1, 100.0, 0.0, 120.0)]
+    assert probed_shares(points) == ((4, pytest.approx(0.5)), (8, pytest.approx(0.5)))
+    assert probed_shares([]) == ()
+
+
+def test_the_coupled_rows_of_a_links_table_read_back_in_ms():
+    row = {"row": "coupled", "ranks": 4, "nodes": 1, "time_s": 0.15, "compute_s": 0.1, "idle_s": 0.005}
+    table = table_from_rows("links", [row, {"row": "fit", "ranks": 4}, {**row, "ranks": 2, "nodes": 2}])
+    assert coupled_from_table(table) == [CoupledProbe(4, 100.0, 5.0, 150.0)]  # one host's rows only
+
+
+def test_the_buckets_probed_are_the_engines_all_reduce_split_as_the_model_times_it():
+    # 10 Mi fp32 parameters: 40 MiB of gradients in DDP's 25 MiB buckets, two of 20 MiB
+    assert bucket_bytes(Engine("ddp"), 10 * 2**20) == (20 * 2**20, 20 * 2**20)
+    # DeepSpeed stage 0, bf16 gradients: 1e9 parameters in buckets of 5e8 elements, two of 1e9 bytes
+    assert bucket_bytes(Engine("deepspeed", grad_bytes=2), 1_000_000_000) == (1_000_000_000, 1_000_000_000)
+    with pytest.raises(AnalysisError, match="all-reduce only"):
+        bucket_bytes(Engine("deepspeed", zero_stage=2), 1000)
+
+
+def test_the_probe_fills_the_contention_at_counts_no_trial_calibrates():
+    fitted = fit_contention([(2, 100.0, 10.0)], probed=((2, 0.9), (4, 0.5), (8, 0.6)))
+    # the 2-rank trials' 0.1 wins over the probe's 0.9; the probe gives 4 and 8
+    assert fitted.shares == ((2, pytest.approx(0.1)), (4, 0.5), (8, 0.6)) and fitted.probed == (4, 8)
+    assert fitted.share(6) == pytest.approx(0.55)  # linear between the probed counts
+    sources = [fitted.source(n) for n in (1, 2, 4, 6, 8, 16)]
+    assert sources == ["none", "trials", "probe", "between", "probe", "beyond"]
+    assert fit_contention([], probed=((4, -0.1),)).share(4) == 0.0  # never negative, as a trial's
+
+
 def scaling_sweep(measured_at_four: float) -> pd.DataFrame:
     """Strong scaling of 64 samples: 1 rank at 100 ms; 2 ranks at the idle link plus a fifth more compute; 4 ranks
     measured at ``measured_at_four``. A 4 MB fp32 all-reduce on a 10 us, 1 GB/s link."""
@@ -285,6 +331,15 @@ def test_the_contention_calibrated_on_two_ranks_predicts_four_held_out():
     )
     assert holdout(scaling_sweep(40.0).query("num_workers < 4"), probed(10e-6, 1e9)).empty  # two counts
     assert holdout_summary(pd.DataFrame()) == ""
+
+
+def test_the_held_out_count_takes_the_coupled_probes_share_in_place_of_the_extrapolated_one():
+    held = holdout(scaling_sweep(40.0), probed(10e-6, 1e9), probed=((4, 0.5),))
+    four = held.iloc[0]
+    assert four.contention_source == "probe" and four.contention_share == 0.5
+    # 25 ms compute, half of it the coupling the probe measured at 4 ranks, and the 6.06 ms idle all-reduce
+    assert four.contention_ms == pytest.approx(12.5) and four.step_time_ms == pytest.approx(43.56)
+    assert holdout(scaling_sweep(40.0), probed(10e-6, 1e9)).iloc[0].contention_source == "beyond"
 
 
 def test_calibrated_on_every_count_the_prediction_beyond_them_is_marked_extrapolated():

@@ -134,6 +134,16 @@ def link_class(node_ids: list[str]) -> str:
     return "inter_node" if distinct == len(node_ids) else "mixed"
 
 
+def placement(nodes: list[str], ranks: int) -> dict:
+    """A ``links`` row's columns for a group of the first ``ranks`` ranks, given every rank's node id."""
+    return {
+        "link_class": link_class(nodes[:ranks]),
+        "backend": dist.get_backend(),
+        "ranks": ranks,
+        "nodes": len(set(nodes[:ranks])),
+    }
+
+
 def probe_fn_per_worker(config: dict) -> None:
     """A Ray Train worker's function: probe, then report rank 0's points as rows of ``links`` (each rank reports)."""
     import ray
@@ -144,15 +154,11 @@ def probe_fn_per_worker(config: dict) -> None:
     points = probe_links(ProbePlan(**config["plan"]), device)
     nodes = [None] * dist.get_world_size()
     dist.all_gather_object(nodes, ray.get_runtime_context().get_node_id())
-    backend = dist.get_backend()
     rows = [
         {
             "row": "point",
-            "link_class": link_class(nodes[: p.ranks]),
             "collective": p.collective,
-            "backend": backend,
-            "ranks": p.ranks,
-            "nodes": len(set(nodes[: p.ranks])),
+            **placement(nodes, p.ranks),
             "bytes": p.nbytes,
             "time_s": p.time_s,
             "time_min_s": p.time_min_s,

@@ -4,7 +4,8 @@
 
 Calibrated on the sweep's 1-rank trials (per-rank compute, ``analysis.prediction.step_model.ComputeCurve``), a link
 table (the sweep's ``links/links.parquet`` from the link probe, another probe's, or a named link) and the sweep's
-multi-rank trials (what the ranks' coupling adds as a share of compute, ``step_model.Contention``),
+multi-rank trials (what the ranks' coupling adds as a share of compute, ``step_model.Contention``; at counts no
+trial calibrates, the coupled probe's share where the link table has ``coupled`` rows, ``prediction.coupling``),
 it predicts each configuration's step time, throughput, speedup and efficiency for N ranks packed G to a node on
 up to M nodes (``analysis.prediction.step_model``), beside what the sweep measured at the same N where it ran.
 Every row is a prediction; ``measured_*`` columns hold the measurement where one exists; ``extrapolated`` marks the rows
@@ -24,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from analysis.prediction.coupling import coupled_from_table, probed_shares
 from analysis.prediction.link_model import INTER_NODE, INTRA_NODE, NAMED_LINKS, Links, links_from_table, named_link
 from analysis.prediction.step_model import (
     ComputeCurve,
@@ -70,6 +72,7 @@ class Prediction:
     overlap_source: str  # measured, given, or "none (bound)" where no multi-rank trial measured it
     contention_share: float  # what this many ranks' coupling adds, as a share of compute (step_model.Contention)
     contention_ms: float  # contention_share x compute_ms x slowest
+    contention_source: str  # trials, probe (the coupled probe), between or beyond them, none (Contention.source)
     calibrated_on: str  # the worker counts whose trials calibrated the model, comma-separated
     step_time_ms: float
     step_time_full_overlap_ms: float
@@ -178,11 +181,17 @@ def step_terms(
     )
 
 
-def with_contention(calibration: Calibration, trials: pd.DataFrame, links: Links, slowest: float) -> Calibration:
+def with_contention(
+    calibration: Calibration,
+    trials: pd.DataFrame,
+    links: Links,
+    slowest: float,
+    probed: tuple[tuple[int, float], ...] = (),
+) -> Calibration:
     """``calibration`` with the contention share fitted to its multi-rank ``trials`` (``fit_contention``): each
     (worker count, micro batch)'s median step less the idle-link terms, on the nodes the trials ran on, where ranks
     shared a host; a point whose link class ``links`` lacks (a named inter-node link, trials on one node) is left
-    out."""
+    out. ``probed``: the coupled probe's shares (``coupling.probed_shares``), for the counts no trial calibrates."""
     multi = trials[(trials["configuration"] == calibration.configuration) & (trials["num_workers"] > 1)]
     multi = multi.dropna(subset=["step_time_ms"])
     points = []
@@ -194,7 +203,7 @@ def with_contention(calibration: Calibration, trials: pd.DataFrame, links: Links
             continue
         residual = float(group["step_time_ms"].median()) - replace(terms, contention_ms=0.0).step_ms
         points.append((math.ceil(int(n) / nodes), terms.compute_ms * terms.slowest, residual))
-    return replace(calibration, contention=fit_contention(points))
+    return replace(calibration, contention=fit_contention(points, probed))
 
 
 def extrapolation(calibration: Calibration, n: int, nodes: int, links: Links) -> list[str]:
@@ -237,6 +246,7 @@ def predict_point(
         overlap_source=calibration.overlap_source,
         contention_share=calibration.contention.share(per_node),
         contention_ms=terms.contention_ms,
+        contention_source=calibration.contention.source(per_node),
         calibrated_on=",".join(str(c) for c in calibration.counts),
         step_time_ms=step,
         step_time_full_overlap_ms=replace(terms, overlap=1.0).step_ms,
@@ -307,18 +317,22 @@ def predict_from_trials(
     trainable_params: int | None = None,
     overlap: float | None = None,
     calibrate_on: set[int] | None = None,
+    probed: tuple[tuple[int, float], ...] = (),
 ) -> pd.DataFrame:
     """The predictions for a trials table (completed trials, the sweep's columns); one row per ``Prediction``.
 
     ``overlap``: a fixed share in place of the measured one (0: the bound of none, 1: full). ``calibrate_on``:
     the worker counts whose trials calibrate the model (default: every count the table holds); the measurements
-    beside the predictions come from every trial, so a count left out of it is predicted held out.
+    beside the predictions come from every trial, so a count left out of it is predicted held out. ``probed``:
+    (ranks per host, share) from the coupled probe, the contention at counts no calibrating trial ran.
     """
     if nodes < 1 or gpus_per_node < 1:
         raise AnalysisError(f"nodes and gpus-per-node must be 1 or more, not {nodes} and {gpus_per_node}")
     trials = completed(trials)
     counts = worker_counts(nodes, gpus_per_node, measured_counts(trials))
-    return predict_counts(trials, links, counts, gpus_per_node, slowest, trainable_params, overlap, calibrate_on)
+    return predict_counts(
+        trials, links, counts, gpus_per_node, slowest, trainable_params, overlap, calibrate_on, probed
+    )
 
 
 def completed(trials: pd.DataFrame) -> pd.DataFrame:
@@ -341,6 +355,7 @@ def predict_counts(
     trainable_params: int | None = None,
     overlap: float | None = None,
     calibrate_on: set[int] | None = None,
+    probed: tuple[tuple[int, float], ...] = (),
 ) -> pd.DataFrame:
     """``predict_from_trials`` at ``counts`` of ``completed`` trials."""
     calibrating = trials if calibrate_on is None else trials[trials["num_workers"].isin(calibrate_on)]
@@ -348,7 +363,7 @@ def predict_counts(
     for calibration in calibrations(calibrating, trainable_params):
         if overlap is not None:
             calibration = replace(calibration, overlap=overlap, overlap_source="given")
-        calibration = with_contention(calibration, calibrating, links, slowest)
+        calibration = with_contention(calibration, calibrating, links, slowest, probed)
         for scaling, _base, points in series(calibration, counts):
             predicted = [
                 with_measurements(predict_point(calibration, scaling, n, b, gpus_per_node, links, slowest), trials)
@@ -365,10 +380,13 @@ def predict_counts(
 MIN_HOLDOUT_COUNTS = 3  # the smallest two calibrate (the 1-rank compute and the contention); a third is predicted
 
 
-def holdout(trials: pd.DataFrame, links: Links, slowest: float = 1.0) -> pd.DataFrame:
+def holdout(
+    trials: pd.DataFrame, links: Links, slowest: float = 1.0, probed: tuple[tuple[int, float], ...] = ()
+) -> pd.DataFrame:
     """The sweep validating itself: each worker count beyond its two smallest predicted from the smaller counts'
     trials alone (``calibrate_on``), on the nodes its trials ran on, beside its measurement; the measured rows of
-    ``predict_from_trials`` at the held-out counts (``calibrated_on`` says which counts calibrated each). Empty
+    ``predict_from_trials`` at the held-out counts (``calibrated_on`` says which counts calibrated each; the coupled
+    probe's ``probed`` shares fill the counts above them, ``contention_source``). Empty
     with fewer than ``MIN_HOLDOUT_COUNTS`` measured worker counts or none of 1 rank."""
     trials = completed(trials)
     counts = sorted(measured_counts(trials))
@@ -379,7 +397,9 @@ def holdout(trials: pd.DataFrame, links: Links, slowest: float = 1.0) -> pd.Data
         below = {c for c in counts if c < held}
         nodes = trials.loc[trials["num_workers"] == held, "num_nodes"].max()
         per_node = math.ceil(held / (int(nodes) if pd.notna(nodes) and nodes >= 1 else 1))
-        frame = predict_counts(trials, links, sorted(below | {held}), per_node, slowest, calibrate_on=below)
+        frame = predict_counts(
+            trials, links, sorted(below | {held}), per_node, slowest, calibrate_on=below, probed=probed
+        )
         frames.append(frame[(frame["num_workers"] == held) & frame["measured"]])
     return pd.concat(frames, ignore_index=True)
 
@@ -424,6 +444,12 @@ def resolve_links(sweep_dir: Path | None, link: str | None, intra_link: str | No
     return found
 
 
+def sweep_probed(sweep_dir: Path) -> tuple[tuple[int, float], ...]:
+    """The coupled probe's shares from the sweep's own link table (``coupling.probed_shares``); () without one."""
+    own = sweep_dir / LINKS_FILE
+    return probed_shares(coupled_from_table(pq.read_table(own))) if own.is_file() else ()
+
+
 def links_of(text: str, link_class: str | None) -> Links:
     path = Path(text)
     if text.endswith(".parquet") or path.is_file():
@@ -447,14 +473,15 @@ def report_predictions(sweep_dir: Path, trials: pd.DataFrame) -> pd.DataFrame:
     if not (sweep_dir / LINKS_FILE).is_file():
         raise AnalysisError(NO_LINKS)
     most_ranks = PREDICT_BEYOND * int(trials["num_workers"].max())
-    return predict_from_trials(trials, resolve_links(sweep_dir, None, None), 1, most_ranks)
+    links = resolve_links(sweep_dir, None, None)
+    return predict_from_trials(trials, links, 1, most_ranks, probed=sweep_probed(sweep_dir))
 
 
 def report_holdout(sweep_dir: Path, trials: pd.DataFrame) -> pd.DataFrame:
     """``holdout`` over the sweep's own link table."""
     if not (sweep_dir / LINKS_FILE).is_file():
         raise AnalysisError(NO_LINKS)
-    return holdout(trials, resolve_links(sweep_dir, None, None))
+    return holdout(trials, resolve_links(sweep_dir, None, None), probed=sweep_probed(sweep_dir))
 
 
 def predict_scaling(
@@ -474,7 +501,7 @@ def predict_scaling(
     """
     data = load_sweep(sweep_dir)
     links = resolve_links(Path(sweep_dir), link, intra_link)
-    frame = predict_from_trials(data.trials, links, nodes, gpus_per_node, slowest)
+    frame = predict_from_trials(data.trials, links, nodes, gpus_per_node, slowest, probed=sweep_probed(Path(sweep_dir)))
     return pa.Table.from_pandas(frame, preserve_index=False)
 
 
@@ -482,7 +509,8 @@ def sweep_holdout(
     sweep_dir: str | Path, link: str | None = None, intra_link: str | None = None, slowest: float = 1.0
 ) -> pd.DataFrame:
     """``holdout`` of a sweep's trials on the links ``predict_scaling`` resolves."""
-    return holdout(load_sweep(sweep_dir).trials, resolve_links(Path(sweep_dir), link, intra_link), slowest)
+    links = resolve_links(Path(sweep_dir), link, intra_link)
+    return holdout(load_sweep(sweep_dir).trials, links, slowest, sweep_probed(Path(sweep_dir)))
 
 
 def prediction_lines(table: pa.Table) -> str:

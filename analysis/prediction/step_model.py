@@ -18,7 +18,10 @@ and the time the ranks' coupling adds in proportion to their compute (``StepTerm
   collectives' bytes or ring steps, and by a share that depends on the ranks' count. It is not the host's cores or
   memory: independent 1-rank trials at once, with no collectives between them, run as fast as one alone
   (``docs/results/cpu16-prediction/host_sharing.csv``). Keyed on the ranks a host holds, as one host's trials
-  calibrate it; a rank alone on its host (one a node) gets none, since no trial measured it across hosts.
+  calibrate it; a rank alone on its host (one a node) gets none, since no trial measured it across hosts. Where
+  no multi-rank trial calibrates a count, the coupled probe's share at that count
+  (``analysis.prediction.coupling.CoupledProbe.probed_share``: its coupled all-reduce less the idle one, on its
+  compute) stands in for the extrapolation.
 """
 
 from __future__ import annotations
@@ -142,6 +145,16 @@ class Contention:
 
     shares: tuple[tuple[int, float], ...] = ()  # (ranks per host, share), ranks ascending
     points: int = 0  # (worker count, micro batch) medians it was fitted to
+    probed: tuple[int, ...] = ()  # the counts whose share is the coupled probe's, not the trials'
+
+    def source(self, ranks_per_node: int) -> str:
+        """Where the count's share comes from: trials, probe, between (interpolated), beyond (flat) or none."""
+        counts = [n for n, _ in self.shares]
+        if ranks_per_node <= 1 or not counts:
+            return "none"
+        if ranks_per_node in counts:
+            return "probe" if ranks_per_node in self.probed else "trials"
+        return "beyond" if ranks_per_node > counts[-1] else "between"
 
     def share(self, ranks_per_node: int) -> float:
         if ranks_per_node <= 1 or not self.shares:
@@ -153,16 +166,18 @@ class Contention:
         return self.share(ranks_per_node) * compute_ms
 
 
-def fit_contention(points: list[tuple[int, float, float]]) -> Contention:
+def fit_contention(points: list[tuple[int, float, float]], probed: tuple[tuple[int, float], ...] = ()) -> Contention:
     """``Contention`` from calibration points of multi-rank trials: each (ranks per host, its compute times the
-    slowest rank's factor, its measured step less the idle-link terms)."""
+    slowest rank's factor, its measured step less the idle-link terms); ``probed``: (ranks per host, share) from the
+    coupled probe, taken at the counts no trial calibrates (a trial measures the step itself, so it wins)."""
     kept = [(n, c, r) for n, c, r in points if n > 1 and c > 0 and math.isfinite(r)]
-    shares = []
+    shares = {}
     for count in sorted({n for n, _, _ in kept}):
         pairs = [(c, r) for n, c, r in kept if n == count]
         slope = sum(c * r for c, r in pairs) / sum(c * c for c, _ in pairs)
-        shares.append((count, max(slope, 0.0)))
-    return Contention(tuple(shares), len(kept))
+        shares[count] = max(slope, 0.0)
+    filled = {n: max(share, 0.0) for n, share in probed if n > 1 and n not in shares}
+    return Contention(tuple(sorted((shares | filled).items())), len(kept), tuple(sorted(filled)))
 
 
 @dataclass(frozen=True)

@@ -285,20 +285,34 @@ MAX_BATCH = pa.schema([(name, arrow) for name, arrow, _ in MAX_BATCH_COLUMNS])
 # collective; analysis.prediction.link_model reads the fits and writes the fit rows from the points.
 LINKS_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("sweep", pa.string(), "the sweep's name (or the probe's)"),
-    ("row", pa.string(), "point (one timed collective size) or fit (latency and bandwidth of a link class)"),
+    (
+        "row",
+        pa.string(),
+        "point (one timed collective size), fit (latency and bandwidth of a link class) or coupled (the trial's"
+        " bucketed all-reduce timed while the ranks compute, `trainers.coupled_probe`)",
+    ),
     ("link_class", pa.string(), "intra_node (all ranks on one node) or inter_node (one rank per node)"),
     ("collective", pa.string(), "all_reduce, reduce_scatter, all_gather or all_to_all"),
     ("backend", pa.string(), "the torch.distributed backend (nccl, gloo)"),
     ("ranks", pa.int32(), "ranks in the collective (fit: the most of its points)"),
     ("nodes", pa.int32(), "nodes the ranks ran on"),
     ("bytes", pa.int64(), "point: the buffer's size (reduce-scatter input, all-gather output)"),
-    ("time_s", pa.float64(), "point: median seconds of one collective over the repeats, the slowest rank's"),
+    (
+        "time_s",
+        pa.float64(),
+        "point: median seconds of one collective over the repeats, the slowest rank's; coupled: of one step of the"
+        " load with the buckets' all-reduce",
+    ),
     ("time_min_s", pa.float64(), "point: fastest repeat"),
     ("time_max_s", pa.float64(), "point: slowest repeat"),
     ("repeats", pa.int32(), "point: timed repeats after the warm-up; fit: points fitted"),
     ("alpha_s", pa.float64(), "fit: latency of one ring step, seconds"),
     ("beta_bytes_per_s", pa.float64(), "fit: bandwidth of one link, bytes per second"),
     ("fit_error", pa.float64(), "fit: median relative error of the fit over its points"),
+    ("buckets", pa.int32(), "coupled: the gradient buckets `bytes` is all-reduced in"),
+    ("load", pa.string(), "coupled: the compute load, the trial's model and micro batch"),
+    ("compute_s", pa.float64(), "coupled: median seconds of one step of the load, one rank alone"),
+    ("idle_s", pa.float64(), "coupled: median seconds of the buckets' all-reduce on idle ranks"),
 ]
 LINKS = pa.schema([(name, arrow) for name, arrow, _ in LINKS_COLUMNS])
 

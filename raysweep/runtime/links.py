@@ -16,6 +16,7 @@ from ray.train.v2.api.callback import UserCallback
 from raysweep.core.params import TrialParams
 from raysweep.runtime.capacity import Capacity
 from raysweep.runtime.train_run import torch_trainer
+from trainers.coupled_probe import CoupledPlan
 from trainers.link_probe import ProbePlan
 
 
@@ -54,22 +55,25 @@ def probe_groups(capacity: Capacity, device: str, cpus_per_worker: float, max_ra
 
 def run_probe_group(
     group: ProbeGroup,
-    plan: ProbePlan,
+    plan: ProbePlan | CoupledPlan,
     device: str,
     cpus_per_worker: float,
     storage_path: str,
     timeout_s: int,
     name: str,
 ) -> list[dict]:
-    """The group's timed points, as ``links`` rows (without ``sweep``)."""
+    """The group's timed points, as ``links`` rows (without ``sweep``): the link probe's for a ``ProbePlan``, the
+    coupled probe's (``trainers.coupled_probe``) for a ``CoupledPlan``."""
+    from trainers.coupled_probe import coupled_fn_per_worker
     from trainers.link_probe import probe_fn_per_worker
 
+    coupled = isinstance(plan, CoupledPlan)
     points = PointsCollector.remote()
     trainer = torch_trainer(
         group.params(device, cpus_per_worker),
-        probe_fn_per_worker,
+        coupled_fn_per_worker if coupled else probe_fn_per_worker,
         {"plan": asdict(plan)},
-        f"{name}-{group.link_class}",
+        f"{name}-{group.link_class}{'-coupled' if coupled else ''}",
         storage_path,
         timeout_s,
         callbacks=[CollectPoints(points)],

@@ -1,6 +1,6 @@
 """The 16-core validation script (docs/results/cpu16-prediction/validate.py) in its smoke form, on a real local Ray
-(gloo ranks, fp32 DDP trials): it probes, runs 1- and 2-rank trials, predicts 2 ranks held out from
-1 and writes the summary the docs render and ``python -m analysis.predict`` reads."""
+(gloo ranks, fp32 DDP trials): it probes (links, and the coupled probe), runs 1- and 2-rank trials, predicts 2 ranks
+held out from 1 and writes the summary the docs render and ``python -m analysis.predict`` reads."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def test_the_validation_script_runs_small_and_writes_its_summary(tmp_path):
     assert proc.returncode == 0, explain(proc)
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert set(summary["scaling"]) == {"strong", "weak"} and set(summary["num_workers"]) == {2}
-    assert summary["held_out"].all() and (summary["calibrated_on"].astype(str) == "1").all()
+    # 2 ranks predicted from 1, extrapolated and again with the coupled probe's share at 2
+    assert summary["held_out"].all() and set(summary["calibrated_on"].astype(str)) == {"1", "1+probe"}
+    assert set(summary.loc[summary["calibrated_on"] == "1+probe", "contention_source"]) == {"probe"}
     assert summary["measured_step_time_ms"].gt(0).all() and summary["error"].notna().all()
     assert "worst held-out error" in proc.stdout.splitlines()[-1]
     assert validation_line(tmp_path / "out" / "summary.csv").startswith(

@@ -1,7 +1,8 @@
 """Validate the step-time model on a 16-core host (CPU ranks over gloo): calibrate on the 1- and 2-rank trials and
-the link probe, then predict strong and weak scaling at 4 and 8 ranks held out and compare with measurement.
+the link probe (and the coupled probe at 4 and 8 ranks), then predict strong and weak scaling at 4 and 8 ranks held
+out and compare with measurement.
 
-    python docs/results/cpu16-prediction/validate.py [--case NAME] [--smoke] [--from DIR] [OUT]
+    python docs/results/cpu16-prediction/validate.py [--case NAME] [--smoke] [--probe-only] [--from DIR] [OUT]
 
 Two cases (``CASES``), each its own call with ``--case`` (one call fits in 9 minutes; without ``--case`` both run):
 
@@ -11,12 +12,15 @@ Two cases (``CASES``), each its own call with ``--case`` (one call fits in 9 min
   22 MB all-reduce) over 5 tokens a sample at micro batches of 4-32.
 
 Each case: the link probe (``python -m raysweep.probe``'s API: all-reduce, the only collective fp32 DDP runs, on
-2, 4 and 8 ranks from 1 KiB to 64 MiB), 1-rank trials at every micro batch a rank runs, then strong (global batch
+2, 4 and 8 ranks from 1 KiB to 64 MiB) with its coupled probe (``trainers.coupled_probe``: the case's model at the
+weak micro batch as the load, DDP's gradient buckets all-reduced beside its backward pass, on 2, 4 and 8 ranks),
+1-rank trials at every micro batch a rank runs, then strong (global batch
 fixed) and weak (micro batch fixed) scaling at 2, 4 and 8 ranks, two seeds each, one trial at a time, every rank
 one CPU (8 ranks hold half the cores, leaving the rest to gloo's threads and Ray). The model
 (``analysis.prediction.predict.predict_from_trials``) is calibrated on the 1- and 2-rank trials only
-(``calibrate_on``): the compute from 1 rank, the wait per ring step (contention) from 2; 4 and 8 ranks are held out.
-It writes
+(``calibrate_on``): the compute from 1 rank, the contention share at 2 ranks from 2; 4 and 8 ranks are held out,
+their contention share extrapolated from 2 (``1,2``) or, the same trials with the coupled probe, the probe's at 4
+and 8 (``1,2+probe``); and on 1, 2 and 4 predicting 8. It writes
 ``OUT/summary.csv`` (a case's rows replace that case's earlier rows, so the two calls build one table): per case,
 scaling and N the terms, the predicted step, the measured median with its spread over the seeds, the error, whether
 N was held out, and beyond 15% the term further off (compute, or comm against the profiled ``comm_kernel_ms``);
@@ -24,7 +28,8 @@ then it prints the table and the worst held-out error, and its wall time last.
 
 Beside the summary it saves what it measured, ``trials-<case>.csv`` and ``links-<case>.csv``;
 ``--from DIR`` predicts again from those (no trial, no probe): the model as the code now has it, on the same
-measurements.
+measurements. ``--probe-only --from DIR`` runs the probes again (the link probe and the coupled probe) and predicts
+from them with the trials saved in ``DIR``.
 
 ``--smoke`` runs the same steps at the smallest scale (1 and 2 ranks on 2 CPUs, one seed, tiny batches, buffers to
 1 MiB; 2 ranks predicted from 1): a check that the script runs against the code, not a validation.
@@ -43,10 +48,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import raysweep
+from analysis.prediction.coupling import bucket_bytes, coupled_from_table, probed_shares
 from analysis.prediction.link_model import links_from_table
 from analysis.prediction.predict import predict_from_trials
+from analysis.prediction.step_model import Engine
 from raysweep.core.store import ResultStore
 from raysweep.probe import ProbeOptions, fit_lines, links_path, probe
+from trainers.coupled_probe import NUM_CLASSES, CoupledPlan
 from trainers.link_probe import ProbePlan
 
 COLUMNS = [
@@ -60,6 +68,8 @@ COLUMNS = [
     "held_out",
     "compute_ms",
     "comm_ms",
+    "contention_share",
+    "contention_source",
     "contention_ms",
     "step_time_ms",
     "step_time_full_overlap_ms",
@@ -85,6 +95,7 @@ class Case:
     seeds: list[int]
     train_samples: int
     probe: ProbePlan
+    coupled: Coupled
 
     @property
     def one_rank_micro_batches(self) -> list[int]:
@@ -93,21 +104,58 @@ class Case:
         return sorted(strong | {self.weak_micro_batch})
 
     @property
-    def calibrations(self) -> list[set[int]]:
-        """The counts the model is calibrated on, each leaving the larger ones to hold out: 1 rank (the compute)
-        and each multi-rank count but the largest in turn (the contention): {1, 2} holds out 4 and 8, {1, 2, 4}
-        holds out 8. 1 rank alone where there is one multi-rank count."""
-        return [{1, *self.ranks[:k]} for k in range(len(self.ranks))][-max(1, len(self.ranks) - 1) :]
+    def calibrations(self) -> list[tuple[set[int], bool]]:
+        """The counts the model is calibrated on, each leaving the larger ones to hold out, and whether the coupled
+        probe gives the contention at those: 1 rank (the compute) and each multi-rank count but the largest in turn
+        (the contention): {1, 2} holds out 4 and 8, {1, 2, 4} holds out 8 (1 rank alone where there is one
+        multi-rank count); the smallest of them again with the probe."""
+        counts = [{1, *self.ranks[:k]} for k in range(len(self.ranks))][-max(1, len(self.ranks) - 1) :]
+        return [(c, False) for c in counts] + [(counts[0], True)]
+
+    def coupled_plan(self) -> CoupledPlan:
+        """The coupled probe of this case: its model at the weak micro batch, fp32 DDP's gradient buckets."""
+        from trainers.model.models import create_model
+
+        params = sum(p.numel() for p in create_model(self.model, NUM_CLASSES, self.image_size).parameters())
+        return CoupledPlan(
+            self.model,
+            self.image_size,
+            self.weak_micro_batch,
+            bucket_bytes(Engine("ddp"), params),
+            steps=self.coupled.steps,
+            repeats=self.coupled.repeats,
+            warmup=self.coupled.warmup,
+            counts=tuple(self.ranks),
+        )
+
+
+@dataclass(frozen=True)
+class Coupled:
+    """How long the coupled probe times each count: steps back to back, timed runs, untimed runs before."""
+
+    steps: int = 10
+    repeats: int = 5
+    warmup: int = 2
 
 
 PROBE = ProbePlan(max_bytes=64 << 20, repeats=7, collectives=("all_reduce",))
 CASES = {
-    "vit-micro": Case("vit-micro", "vit_micro_patch4_32", 32, [2, 4, 8], 128, 32, [0, 1], 4096, PROBE),
-    "vit-ti": Case("vit-ti", "vit_tiny_patch16_224", 32, [2, 4, 8], 32, 8, [0, 1], 4096, PROBE),
+    "vit-micro": Case("vit-micro", "vit_micro_patch4_32", 32, [2, 4, 8], 128, 32, [0, 1], 4096, PROBE, Coupled()),
+    "vit-ti": Case("vit-ti", "vit_tiny_patch16_224", 32, [2, 4, 8], 32, 8, [0, 1], 4096, PROBE, Coupled()),
 }
 SMOKE = Case(
-    "smoke", "vit_micro_patch4_32", 32, [2], 16, 16, [0], 256, ProbePlan(max_bytes=1 << 20, repeats=2, warmup=1)
+    "smoke",
+    "vit_micro_patch4_32",
+    32,
+    [2],
+    16,
+    16,
+    [0],
+    256,
+    ProbePlan(max_bytes=1 << 20, repeats=2, warmup=1),
+    Coupled(steps=2, repeats=1, warmup=1),
 )
+PROBED = "+probe"  # marks a calibration whose contention at the held-out counts is the coupled probe's
 STEPS_PER_EPOCH = 24  # 2 warm-up steps, the timed ones, then the profiled window that records comm_kernel_ms
 
 
@@ -143,17 +191,26 @@ def sweeps(case: Case) -> dict[str, dict]:
     }
 
 
-def run(out: Path, case: Case, cpus: int) -> pd.DataFrame:
-    """The case's probe and sweeps under ``out/<case>``; its summary rows (``COLUMNS``)."""
+def run(out: Path, case: Case, cpus: int, trials_from: Path | None = None) -> pd.DataFrame:
+    """The case's probe and sweeps under ``out/<case>``; its summary rows (``COLUMNS``). ``trials_from``: the probe
+    alone, the trials read from that directory's ``trials-<case>.csv`` (``--probe-only``)."""
     root = out / case.name
     links = probe(
         ProbeOptions(
-            results_dir=str(root), name="links", num_cpus=cpus, device="cpu", max_ranks=max(case.ranks), plan=case.probe
+            results_dir=str(root),
+            name="links",
+            num_cpus=cpus,
+            device="cpu",
+            max_ranks=max(case.ranks),
+            plan=case.probe,
+            coupled=case.coupled_plan(),
         )
     )
     print(fit_lines(links), flush=True)
-    trials = []
-    for name, axes in sweeps(case).items():
+    for point in coupled_from_table(links):
+        print(f"coupled probe: {point} share {point.probed_share:.3f}", flush=True)
+    trials = [] if trials_from is None else [measured_in(trials_from, case)[0].drop(columns="host_cpus")]
+    for name, axes in sweeps(case).items() if trials_from is None else ():
         if not axes["num_workers"]:
             continue
         result = raysweep.run_sweep(
@@ -178,13 +235,25 @@ def run(out: Path, case: Case, cpus: int) -> pd.DataFrame:
 
 def predicted(case: Case, measured: pd.DataFrame, link_rows: pd.DataFrame) -> pd.DataFrame:
     """The case's summary rows (``COLUMNS``): per calibration (``Case.calibrations``) the counts it holds out,
-    predicted from the others and against the measurement."""
-    link_table = links_from_table(pa.Table.from_pandas(link_rows), "probe")
+    predicted from the others (and the coupled probe, where it says so) and against the measurement."""
+    table = pa.Table.from_pandas(link_rows)
+    link_table = links_from_table(table, "probe")
+    probed = probed_shares(coupled_from_table(table))
     rows = []
-    for calibrate_on in case.calibrations:
+    for calibrate_on, with_probe in case.calibrations:
+        if with_probe and not probed:  # measured before the coupled probe: no such calibration
+            continue
         frame = predict_from_trials(
-            measured, link_table, nodes=1, gpus_per_node=max(case.ranks), overlap=0.0, calibrate_on=calibrate_on
+            measured,
+            link_table,
+            nodes=1,
+            gpus_per_node=max(case.ranks),
+            overlap=0.0,
+            calibrate_on=calibrate_on,
+            probed=probed if with_probe else (),
         )
+        if with_probe:
+            frame = frame.assign(calibrated_on=frame["calibrated_on"] + PROBED)
         kept = frame[frame["measured"] & ~frame["num_workers"].isin(calibrate_on)]
         rows.append(
             kept[
@@ -234,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"validate: --case must be one of {', '.join(CASES)}, not {name!r}", file=sys.stderr)
             return 2
         chosen, argv = [name], argv[:at] + argv[at + 2 :]
+    probe_only = "--probe-only" in argv
+    argv = [a for a in argv if a != "--probe-only"]
     measurements = None
     if "--from" in argv:
         at = argv.index("--from")
@@ -241,7 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     cases = [SMOKE] if smoke else [CASES[name] for name in chosen]
     out = Path(argv[0] if argv else os.environ.get("OUT", "/tmp/cpu16-prediction"))
     started = time.monotonic()
-    if measurements is not None:  # the model again, on trials and a probe measured before
+    if probe_only and measurements is not None:  # the probes again, the trials measured before
+        rows = pd.concat([run(out, case, 2 if smoke else 16, measurements) for case in cases], ignore_index=True)
+    elif measurements is not None:  # the model again, on trials and a probe measured before
         rows = pd.concat([predicted(case, *measured_in(measurements, case)) for case in cases], ignore_index=True)
     else:
         rows = pd.concat([run(out, case, 2 if smoke else 16) for case in cases], ignore_index=True)

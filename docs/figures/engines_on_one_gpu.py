@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from . import figure, span, summary, table
+from . import count, figure, span, spoken, summary, table
 
 ENGINE_NAMES = {
     "deepspeed": "DeepSpeed ZeRO-{zero_stage}",
@@ -146,51 +146,119 @@ def h100_later_trials_says() -> str:
     )
 
 
-def later_rounds() -> dict[tuple[str, int], list[dict]]:
-    """summary-later-rounds.csv: (scenario, trial index) -> that trial's row in each round."""
-    out: dict[tuple[str, int], list[dict]] = {}
-    for r in summary("h100-engines-1gpu", "summary-later-rounds.csv"):
-        out.setdefault((r["scenario"], int(r["trial"])), []).append(r)
+# the rounds of shared-now against fresh: 2026-12-06 (the script as at a86f783), 2026-12-07 (the tree's, another host)
+ROUNDS = {"h100-later-rounds": "summary-later-rounds.csv", "h100-later-rounds-2": "summary-later-rounds-2.csv"}
+
+
+def later_rounds(name: str) -> dict[tuple[str, int], dict[int, dict]]:
+    """A rounds table: (scenario, trial index) -> round -> that trial's row."""
+    out: dict[tuple[str, int], dict[int, dict]] = {}
+    for r in summary("h100-engines-1gpu", name):
+        out.setdefault((r["scenario"], int(r["trial"])), {})[int(r["round"])] = r
     return out
 
 
-@figure("h100-later-rounds")
-def h100_later_rounds() -> str:
-    """Each engine's trial in a shared group (today's teardown) against a fresh process, round by round."""
-    rows = later_rounds()
-    body = []
-    for (scenario, index), fresh in sorted(rows.items()):
-        if scenario != "fresh":
+def shared_against_fresh(name: str) -> dict[int, dict]:
+    """Each trial of the shared group (today's teardown) against a fresh process of its engine, round by round:
+    trial index -> engine, img/s of each, shared / fresh of throughput and of peak memory, one per round."""
+    rows = later_rounds(name)
+    fresh = {engine_name(next(iter(by_round.values()))): by_round for (s, _), by_round in rows.items() if s == "fresh"}
+    out = {}
+    for (scenario, index), shared in sorted(rows.items()):
+        if scenario != "shared-now":
             continue
-        shared = rows[("shared-now", index)]
-        ratios = [s["img_s"] / f["img_s"] for s, f in zip(shared, fresh)]
-        body.append(
-            [
-                str(index + 1),
-                engine_name(fresh[0]),
-                " / ".join(f"{r['img_s']:.0f}" for r in shared),
-                " / ".join(f"{r['img_s']:.0f}" for r in fresh),
-                " / ".join(f"{x:.3f}" for x in ratios),
-                " / ".join(f"{s['peak_gib']:.2f} vs {f['peak_gib']:.2f}" for s, f in zip(shared, fresh)),
-            ]
+        engine = engine_name(next(iter(shared.values())))
+        pairs = [(shared[k], fresh[engine][k]) for k in sorted(set(shared) & set(fresh[engine]))]
+        out[index] = {
+            "engine": engine,
+            "shared": [s["img_s"] for s, _ in pairs],
+            "fresh": [f["img_s"] for _, f in pairs],
+            "throughput": [s["img_s"] / f["img_s"] for s, f in pairs],
+            "memory": [s["peak_gib"] / f["peak_gib"] for s, f in pairs],
+            "peak": [s["peak_gib"] for s, _ in pairs],
+        }
+    return out
+
+
+def median_span(values: list[float], fmt: str) -> str:
+    """The median, and the range where the values differ: ``2428 (2414-2434)``."""
+    middle, full = format(statistics.median(values), fmt), span(values, fmt)
+    return middle if full == middle else f"{middle} ({full})"
+
+
+def rounds_table(name: str) -> str:
+    """Each trial of the shared group against a fresh process of its engine: medians (ranges) over the rounds."""
+    trials = shared_against_fresh(name)
+    body = [
+        [
+            str(index + 1),
+            t["engine"],
+            median_span(t["shared"], ".0f"),
+            median_span(t["fresh"], ".0f"),
+            median_span(t["throughput"], ".3f"),
+            median_span(t["peak"], ".2f"),
+            median_span(t["memory"], ".3f"),
+        ]
+        for index, t in trials.items()
+    ]
+    header = ["trial", "engine", "shared group: img/s", "fresh process: img/s", "shared / fresh, throughput",
+              "shared: peak GiB", "shared / fresh, peak memory"]  # fmt: skip
+    return table(header, body, "rlrrrrr")
+
+
+def rounds_says(name: str) -> str:
+    trials = shared_against_fresh(name)
+    rounds = len(next(iter(trials.values()))["throughput"])
+    later = {i: t for i, t in trials.items() if i > 0}  # the group's first trial has no trial before it
+
+    def outside(t: dict, key: str) -> bool:
+        return abs(statistics.median(t[key]) - 1) > 0.02
+
+    throughput_out = [i for i, t in later.items() if outside(t, "throughput")]
+    memory_out = [f"{t['engine']} (trial {i + 1})" for i, t in later.items() if outside(t, "memory")]
+    medians = [statistics.median(t["throughput"]) for t in later.values()]
+    memory = [r for t in later.values() for r in t["memory"]]
+    verdict = "within" if not throughput_out and not memory_out else "not all within"
+    text = (
+        f"Over {count(rounds)} round{'s' if rounds > 1 else ''}, the group's later trials are {verdict} 2% of a "
+        f"fresh process: throughput {span(medians, '.3f')}x a fresh process's"
+        + (" (medians)" if rounds > 1 else "")
+        + (
+            "; outside 2%: "
+            + ", ".join(
+                f"{later[i]['engine']} (trial {i + 1}, {statistics.median(later[i]['throughput']):.3f}x)"
+                for i in throughput_out
+            )  # fmt: skip
+            if throughput_out
+            else ""
         )
-    header = ["trial", "engine", "shared group: img/s by round", "fresh process: img/s by round",
-              "shared / fresh by round", "peak GiB, shared vs fresh, by round"]  # fmt: skip
-    return table(header, body, "rlrrrr")
+        + ". Peak memory: "
+        + (f"outside 2% for {', '.join(memory_out)}." if memory_out else f"shared / fresh {span(memory, '.3f')}.")
+    )
+    if throughput_out and rounds < 3:
+        few = f"{count(rounds).capitalize()} round{'s are' if rounds > 1 else ' is'} too few"
+        text += f" {few} to establish these differences."
+    return text
 
 
-@figure("h100-later-rounds-says")
-def h100_later_rounds_says() -> str:
-    rows = later_rounds()
-    pairs = {i: list(zip(rows[("shared-now", i)], f)) for (s, i), f in rows.items() if s == "fresh"}
-    ratios = {i: [a["img_s"] / b["img_s"] for a, b in p] for i, p in pairs.items()}
-    same_peak = all(a["peak_gib"] == b["peak_gib"] for p in pairs.values() for a, b in p)
-    slowest = min(min(r) for r in ratios.values())
-    faster = [engine_name(pairs[i][0][1]) for i, r in sorted(ratios.items()) if min(r) > 1.02]
-    rounds = len(next(iter(ratios.values())))
+for _figure, _name in ROUNDS.items():
+    figure(_figure)(lambda name=_name: rounds_table(name))
+    figure(f"{_figure}-says")(lambda name=_name: rounds_says(name))
+
+
+@figure("h100-later-rounds-2-hosts")
+def h100_later_rounds_2_hosts() -> str:
+    """The two hosts' img/s per engine (every shared and fresh trial of each), and the full collections timed."""
+    first, second = (summary("h100-engines-1gpu", name) for name in ROUNDS.values())
+
+    def rates(rows: list[dict], engine: str) -> str:
+        return span([r["img_s"] for r in rows if engine_name(r) == engine], ".0f")
+
+    engines = list(dict.fromkeys(engine_name(r) for r in second))
+    collected = [r for r in second if r["gc_full"]]
     return (
-        f"Peak memory in the shared group is {'the same as' if same_peak else 'not always that of'} a fresh "
-        f"process for every engine. The slowest shared trial runs at {slowest:.3f}x its fresh process's "
-        f"throughput; {', '.join(faster) or 'no engine'} ran more than 2% faster in the shared group in every "
-        f"round, so a fresh process is not the upper bound. {rounds} rounds are too few to test these differences."
+        "; ".join(f"{e} {rates(second, e)} img/s here against {rates(first, e)} there" for e in engines)
+        + ". A full collection fell into the timed steps of "
+        + spoken([f"{r['scenario']} {engine_name(r)} ({r['gc_s']:.2f} s)" for r in collected])
+        + f", and into none of the other {count(len(second) - len(collected))} trials"
     )

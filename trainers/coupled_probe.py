@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from trainers.link_probe import group_sizes, placement
+from trainers.link_probe import group_sizes, report_rows
 
 ELEMENTS = {4: torch.float32, 2: torch.bfloat16}  # the reduce dtype by its element size
 NUM_CLASSES = 10  # the synthetic data's: the head's size hardly moves the step
@@ -186,18 +186,14 @@ def probe_coupled(plan: CoupledPlan) -> list[CoupledPoint]:
 def coupled_fn_per_worker(config: dict) -> None:
     """A Ray Train worker's function: the coupled probe, then rank 0's points as rows of ``links`` (row
     ``coupled``: ``time_s`` the coupled step, ``compute_s`` the load alone, ``idle_s`` the buckets' idle all-reduce)."""
-    import ray
-    import ray.train
-
     plan = CoupledPlan(**{**config["plan"], "bucket_bytes": tuple(config["plan"]["bucket_bytes"])})
     points = probe_coupled(plan)
-    nodes = [None] * dist.get_world_size()
-    dist.all_gather_object(nodes, ray.get_runtime_context().get_node_id())
-    rows = [
-        {
+    report_rows(
+        points,
+        lambda p, where: {
             "row": "coupled",
             "collective": "all_reduce",
-            **placement(nodes, p.ranks),
+            **where(p.ranks),
             "bytes": sum(plan.bucket_bytes),
             "buckets": len(plan.bucket_bytes),
             "load": f"{plan.model} x{plan.micro_batch}",
@@ -207,7 +203,5 @@ def coupled_fn_per_worker(config: dict) -> None:
             "compute_s": p.compute_s,
             "idle_s": p.idle_s,
             "repeats": p.repeats,
-        }
-        for p in (points if dist.get_rank() == 0 else [])
-    ]
-    ray.train.report({"link_points": rows})
+        },
+    )

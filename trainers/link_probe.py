@@ -152,19 +152,28 @@ def probe_fn_per_worker(config: dict) -> None:
 
     device = ray.train.torch.get_device()
     points = probe_links(ProbePlan(**config["plan"]), device)
-    nodes = [None] * dist.get_world_size()
-    dist.all_gather_object(nodes, ray.get_runtime_context().get_node_id())
-    rows = [
-        {
+    report_rows(
+        points,
+        lambda p, where: {
             "row": "point",
             "collective": p.collective,
-            **placement(nodes, p.ranks),
+            **where(p.ranks),
             "bytes": p.nbytes,
             "time_s": p.time_s,
             "time_min_s": p.time_min_s,
             "time_max_s": p.time_max_s,
             "repeats": p.repeats,
-        }
-        for p in (points if dist.get_rank() == 0 else [])
-    ]
+        },
+    )
+
+
+def report_rows(points: list, row) -> None:
+    """Rank 0's points as ``links`` rows, reported to Ray Train: ``row(point, where)``, where ``where(ranks)`` is the
+    placement columns of a point on that many ranks (every rank joins the gathering of node ids)."""
+    import ray
+    import ray.train
+
+    nodes = [None] * dist.get_world_size()
+    dist.all_gather_object(nodes, ray.get_runtime_context().get_node_id())
+    rows = [row(p, lambda ranks: placement(nodes, ranks)) for p in (points if dist.get_rank() == 0 else [])]
     ray.train.report({"link_points": rows})

@@ -7,7 +7,7 @@ import argparse
 
 from analysis.api import analyze
 from analysis.comparison import compare
-from raysweep.core.command import ArgumentParser, run_command
+from raysweep.core.command import ArgumentParser, exit_process, run_command
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -49,4 +49,4 @@ def report_command(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

@@ -1,6 +1,7 @@
 """``python -m raysweep`` is ``python -m raysweep.tune``."""
 
+from raysweep.core.command import exit_process
 from raysweep.tune import main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

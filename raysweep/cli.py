@@ -14,8 +14,9 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import import_module
+from typing import NoReturn
 
-from raysweep.core.command import ArgumentParser, run_command
+from raysweep.core.command import ArgumentParser, exit_process, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.names import unknown_name
 
@@ -84,5 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_command(dispatch, argv)
 
 
+def console_script() -> NoReturn:
+    """The ``raysweep`` executable: ``main`` as its process's whole life, ended by ``exit_process``."""
+    exit_process(main())
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

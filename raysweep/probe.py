@@ -18,7 +18,7 @@ import pyarrow as pa
 import ray
 
 from analysis.prediction.link_model import fit_rows
-from raysweep.core.command import ArgumentParser, byte_size, run_command
+from raysweep.core.command import ArgumentParser, byte_size, exit_process, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.names import unknown_name
 from raysweep.core.schema import table_from_rows
@@ -210,4 +210,4 @@ def probe_command(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from raysweep.core.command import ArgumentParser, run_command
+from raysweep.core.command import ArgumentParser, exit_process, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.names import did_you_mean
 from raysweep.core.schema import TABLES
@@ -132,4 +132,4 @@ def query_command(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

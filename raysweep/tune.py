@@ -19,7 +19,7 @@ from raysweep.api import (
     resume_sweep,
     run_planned,
 )
-from raysweep.core.command import ArgumentParser, run_command
+from raysweep.core.command import ArgumentParser, exit_process, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
 from raysweep.core.paths import user_path
@@ -388,4 +388,4 @@ def adaptive_dry_run(space: SearchSpace, trials: list[TrialParams], notes: list[
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

@@ -3,9 +3,14 @@ point at --help, one mapping of errors to exit codes, byte sizes with units, and
 
 from __future__ import annotations
 
+import gc
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from raysweep.core.command import EXIT_USAGE, ArgumentParser, byte_size, parse_bytes, run_command
+from raysweep.core.command import EXIT_USAGE, ArgumentParser, byte_size, exit_process, parse_bytes, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.names import closest, did_you_mean, unknown_name
 
@@ -54,6 +59,33 @@ def test_run_command_maps_only_what_the_command_names_as_bad_input(capsys):
     assert capsys.readouterr().err == "raysweep: error: disk full second line\n"
     with pytest.raises(OSError):  # anything else is a bug: it propagates with its traceback
         run_command(body, [])
+
+
+def test_exit_process_exits_with_the_code_and_leaves_what_the_process_holds_to_its_end():
+    try:
+        with pytest.raises(SystemExit) as exited:
+            exit_process(3)
+        assert exited.value.code == 3 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()  # this test's process goes on
+
+
+def test_a_commands_process_ends_through_exit_process_with_its_exit_code():
+    """``python -m`` forms and the console script alike: a usage error still exits 2 with its one line."""
+    for module in ("raysweep.query", "analysis.predict"):
+        proc = subprocess.run([sys.executable, "-m", module, "--no-such-flag"], capture_output=True, text=True)
+        assert proc.returncode == EXIT_USAGE and proc.stderr.startswith("raysweep: error: "), (module, proc.stderr)
+    script = "from raysweep.cli import console_script; console_script()"
+    proc = subprocess.run([sys.executable, "-c", script, "query", "--no-such-flag"], capture_output=True, text=True)
+    assert proc.returncode == EXIT_USAGE and "(see python -m raysweep.query --help)" in proc.stderr, proc.stderr
+
+
+def test_every_python_m_form_of_the_library_ends_through_exit_process():
+    root = Path(__file__).resolve().parents[1]
+    mains = [p for pkg in ("raysweep", "analysis", "trainers") for p in (root / pkg).rglob("*.py")
+             if 'if __name__ == "__main__":' in p.read_text()]  # fmt: skip
+    assert len(mains) >= 10
+    assert all('if __name__ == "__main__":\n    exit_process(main())' in p.read_text() for p in mains), mains
 
 
 def test_run_command_returns_the_body_exit_code():

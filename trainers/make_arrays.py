@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raysweep.core.command import ArgumentParser, run_command
+from raysweep.core.command import ArgumentParser, exit_process, run_command
 from raysweep.core.errors import UsageError
 from trainers.data.arrays import DTYPES, MAX_CHANNELS, tiff_module
 
@@ -128,4 +128,4 @@ def make_arrays_command(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

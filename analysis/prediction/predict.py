@@ -39,7 +39,7 @@ from analysis.prediction.step_model import (
 from analysis.rows.errors import AnalysisError
 from analysis.rows.groups import step_key
 from analysis.rows.load import load_sweep
-from raysweep.core.command import ArgumentParser, run_command
+from raysweep.core.command import ArgumentParser, exit_process, run_command
 from raysweep.core.status import is_completed
 
 LINKS_FILE = Path("links") / "links.parquet"
@@ -628,4 +628,4 @@ def predict_command(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

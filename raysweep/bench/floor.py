@@ -21,7 +21,7 @@ import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-from raysweep.core.command import ArgumentParser, run_command  # noqa: E402  (standard library only)
+from raysweep.core.command import ArgumentParser, exit_process, run_command  # noqa: E402  (standard library only)
 from raysweep.runtime.caches.bytecode_cache import bytecode_cache  # noqa: E402  (standard library only)
 from raysweep.runtime.cluster import free_port  # noqa: E402  (standard library only)
 
@@ -137,4 +137,4 @@ def floor_command(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

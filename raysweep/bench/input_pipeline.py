@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from raysweep.core.command import ArgumentParser, run_command
+from raysweep.core.command import ArgumentParser, exit_process, run_command
 from trainers.data.batches import Batches, FolderLoading
 from trainers.data.datasets import load_dataset
 from trainers.data.pixel_copy import pixel_copy
@@ -85,4 +85,4 @@ def input_pipeline_command(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from raysweep.core.command import ArgumentParser, run_command
+from raysweep.core.command import ArgumentParser, exit_process, run_command
 from trainers.data.imagefolder import decode_file
 
 
@@ -103,4 +103,4 @@ def jpeg_decode_command(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

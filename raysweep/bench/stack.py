@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from raysweep.bench.floor import cold_floor
-from raysweep.core.command import ArgumentParser, run_command
+from raysweep.core.command import ArgumentParser, exit_process, run_command
 from raysweep.core.errors import UsageError
 from raysweep.core.names import unknown_name
 from raysweep.results.text_table import format_table
@@ -622,4 +622,4 @@ def bench_command(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_process(main())

@@ -4,7 +4,6 @@ with register tokens, heads the degree does not divide)."""
 
 from __future__ import annotations
 
-import os
 import socket
 
 import pytest
@@ -81,12 +80,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def sp_worker(rank: int, world: int, port: int, runs: list[tuple[str, int]], out_dir: str) -> None:
+def sp_worker(rank: int, world: int, runs: list[tuple[str, int]], out_dir: str) -> None:
     """One rank: for each (model, SP degree), the batch split over DP groups, tokens over SP ranks; the
     engine's rule (gradient MEAN over all ranks) applied; rank 0 saves loss and gradients."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    # a file store: a free port found first can be taken by another process before rank 0 binds it
+    dist.init_process_group("gloo", init_method=f"file://{out_dir}/store", rank=rank, world_size=world)
     x_all, y_all = tiny_batch()
     for name, sp in runs:
         groups = build_groups(world, sp)
@@ -113,7 +112,7 @@ def sp_runs(tmp_path_factory) -> dict[tuple[int, str, int], dict]:
     runs = {}
     for world, cases in ((4, RUNS_ON_4), (2, RUNS_ON_2)):
         out = tmp_path_factory.mktemp(f"sp_world{world}")
-        mp.spawn(sp_worker, args=(world, free_port(), cases, str(out)), nprocs=world, join=True)
+        mp.spawn(sp_worker, args=(world, cases, str(out)), nprocs=world, join=True)
         runs |= {(world, name, sp): torch.load(out / f"{name}_sp{sp}.pt") for name, sp in cases}
     return runs
 

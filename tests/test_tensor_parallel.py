@@ -4,8 +4,6 @@ the qkv row order; and the refusals of degrees a model or engine cannot take."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 import torch.distributed as dist
@@ -14,7 +12,7 @@ import torch.nn.functional as F
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
-from tests.test_sequence_parallel import MODELS, free_port, tiny_vit
+from tests.test_sequence_parallel import MODELS, tiny_vit
 from trainers.engines.tensor_parallel_grads import average_gradients, clip_grad_norm
 from trainers.model.tensor_parallel import (
     apply_tensor_parallel,
@@ -54,12 +52,12 @@ def full_gradients(model: torch.nn.Module, tp: int) -> dict[str, torch.Tensor]:
     return grads
 
 
-def tp_worker(rank: int, world: int, tp: int, port: int, names: list[str], out_dir: str) -> None:
+def tp_worker(rank: int, world: int, tp: int, names: list[str], out_dir: str) -> None:
     """One rank: the batch split over DP ranks, each block over TP ranks; the DDP engine's rule (mean over the DP
     group, then the global-norm clip); rank 0 saves the loss and the clipped gradients."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    # a file store: a free port found first can be taken by another process before rank 0 binds it
+    dist.init_process_group("gloo", init_method=f"file://{out_dir}/store", rank=rank, world_size=world)
     mesh = build_mesh(world, tp, torch.device("cpu"))
     x_all, y_all = tiny_batch()
     for name in names:
@@ -82,7 +80,7 @@ def tp_runs(tmp_path_factory) -> dict[tuple[int, int, str], dict]:
     runs = {}
     for world, tp in RUNS:
         out = tmp_path_factory.mktemp(f"tp_w{world}_tp{tp}")
-        mp.spawn(tp_worker, args=(world, tp, free_port(), ["avg", "cls"], str(out)), nprocs=world, join=True)
+        mp.spawn(tp_worker, args=(world, tp, ["avg", "cls"], str(out)), nprocs=world, join=True)
         runs |= {(world, tp, name): torch.load(out / f"{name}_w{world}_tp{tp}.pt") for name in ("avg", "cls")}
     return runs
 

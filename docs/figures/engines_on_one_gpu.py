@@ -7,12 +7,13 @@ import statistics
 
 from . import count, figure, span, spoken, summary, table
 
+# in the order the tables list them: DeepSpeed by ZeRO stage, then the others
 ENGINE_NAMES = {
     "deepspeed": "DeepSpeed ZeRO-{zero_stage}",
+    "megatron": "megatron-core",
     "ddp": "DDP",
     "accelerate": "Accelerate (DDP)",
     "fsdp": "FSDP2",
-    "megatron": "megatron-core",
 }
 
 
@@ -21,10 +22,16 @@ def engine_name(row: dict) -> str:
     return ENGINE_NAMES[row["engine"]].format(zero_stage=int(row["zero_stage"] or 0))
 
 
+def engine_rank(row: dict) -> tuple[int, int]:
+    """Where a summary row's engine stands in the tables (``ENGINE_NAMES``'s order, DeepSpeed by ZeRO stage)."""
+    return list(ENGINE_NAMES).index(row["engine"]), int(row["zero_stage"] or 0)
+
+
 def engine_repeats(experiment: str = "h100-engines-1gpu") -> dict[str, list[dict]]:
-    """Each engine's trials of an experiment's sweep in run order (repeat 0, 1, 2), in the space's order."""
+    """Each engine's trials of an experiment's sweep in run order (repeat 0, 1, 2), the engines in the tables'
+    order (a sweep with repeats runs each round's points in a random order of its own)."""
     by_engine: dict[str, list[dict]] = {}
-    for r in sorted(summary(experiment), key=lambda r: r["started_at"]):
+    for r in sorted(summary(experiment), key=lambda r: (engine_rank(r), r["started_at"])):
         by_engine.setdefault(engine_name(r), []).append(r)
     return by_engine
 
@@ -76,18 +83,43 @@ def h100_engines_1gpu_says() -> str:
     trials = engine_repeats()
     ddp, accelerate = trials["DDP"], trials["Accelerate (DDP)"]
     ratios = [a["throughput"] / d["throughput"] for a, d in zip(accelerate, ddp)]
-    spreads = {name: (max(t) - min(t)) / statistics.median(t) for name, rows in trials.items()
-               for t in [[r["throughput"] for r in rows]]}  # fmt: skip
-    widest = max(spreads, key=spreads.get)
+    spreads = {name: spread([r["throughput"] for r in rows]) for name, rows in trials.items()}
     memory_same = all(len({r["peak_mem_gib"] for r in rows}) == 1 for rows in trials.values())
     ranked = sorted(trials, key=lambda name: -statistics.median(r["throughput"] for r in trials[name]))
+    memory = ", and each engine's peak memory is the same in every repeat" if memory_same else ""
+    tight = [name for name, s in spreads.items() if s <= 0.02]
+    if len(tight) == len(spreads):
+        widest = max(spreads, key=spreads.get)
+        repeats = (
+            f"A group's later trials run as its first did: every engine's three repeats agree within "
+            f"{spreads[widest]:.1%} ({widest}'s, the widest){memory}."
+        )
+    else:
+        # how much a fresh process of each engine varies from round to round on the sweep's host
+        fresh = {t["engine"]: spread(t["fresh"]) for t in shared_against_fresh(SWEEP_HOST_ROUNDS).values()}
+        wide = [name for name in spreads if name not in tight]
+        compared = [name for name in wide if name in fresh]
+        within_fresh = all(spreads[name] <= fresh[name] for name in compared)
+        repeats = (
+            f"The three repeats of {spoken(tight)} agree within {max(spreads[n] for n in tight):.1%}{memory}; those "
+            f"of {spoken([f'{name} ({spreads[name]:.0%})' for name in wide])} spread wider"
+            + (
+                f", {'each less' if within_fresh else 'not all less'} than a fresh process of its engine varies "
+                f"between rounds of `later_trials.py` on this host ({spoken([f'{fresh[n]:.0%}' for n in compared])})"
+                if compared
+                else ""
+            )
+            + "."
+        )
     return (
         f"Accelerate reaches {span(ratios, '.3f')}x DDP's throughput with the same peak memory: its DDP path adds "
-        f"nothing measurable on one GPU. A group's later trials run as its first did: every engine's three repeats "
-        f"agree within {spreads[widest]:.1%} ({widest}'s, the widest)"
-        + (", and each engine's peak memory is the same in every repeat" if memory_same else "")
-        + f". By median throughput: {', '.join(ranked)}."
+        f"nothing measurable on one GPU. {repeats} By median throughput: {', '.join(ranked)}."
     )
+
+
+def spread(values: list[float]) -> float:
+    """The values' range over their median."""
+    return (max(values) - min(values)) / statistics.median(values)
 
 
 SCENARIO_NAMES = {
@@ -146,8 +178,10 @@ def h100_later_trials_says() -> str:
     )
 
 
-# the rounds of shared-now against fresh: 2026-12-06 (the script as at a86f783), 2026-12-07 (the tree's, another host)
-ROUNDS = {"h100-later-rounds": "summary-later-rounds.csv", "h100-later-rounds-2": "summary-later-rounds-2.csv"}
+# the rounds of shared-now against fresh: 2026-12-07 (the tree's script, the sweep's host) and 2026-12-06 (the
+# script as at a86f783, another host)
+ROUNDS = {"h100-later-rounds-3": "summary-later-rounds-3.csv", "h100-later-rounds": "summary-later-rounds.csv"}
+SWEEP_HOST_ROUNDS = "summary-later-rounds-3.csv"  # run on the same machine as summary.csv's sweep
 
 
 def later_rounds(name: str) -> dict[tuple[str, int], dict[int, dict]]:
@@ -238,7 +272,30 @@ def rounds_says(name: str) -> str:
     if throughput_out and rounds < 3:
         few = f"{count(rounds).capitalize()} round{'s are' if rounds > 1 else ' is'} too few"
         text += f" {few} to establish these differences."
+    elif throughput_out:
+        text += " " + outside_rounds(trials, throughput_out)
     return text
+
+
+def outside_rounds(trials: dict[int, dict], indices: list[int]) -> str:
+    """For the trials whose median ratio is outside 2%: on which side of 1 their rounds fell, and how much a fresh
+    process of their engine varies from round to round on the same host."""
+    sides = []
+    for i in indices:
+        ratios = trials[i]["throughput"]
+        above = sum(r > 1 for r in ratios)
+        sides.append(
+            f"{trials[i]['engine']} (trial {i + 1}) {span(ratios, '.3f')}x, above 1 in {above} of {len(ratios)}"
+        )
+    engines = list(dict.fromkeys(trials[i]["engine"] for i in indices))
+    fresh = {t["engine"]: spread(t["fresh"]) for t in trials.values()}
+    steady = [e for e, s in fresh.items() if s <= 0.02]
+    return (
+        f"Round by round: {'; '.join(sides)}. A fresh process of {spoken(engines)} alone varies from round to round "
+        f"by {spoken([f'{fresh[e]:.0%}' for e in engines])} of its median throughput"
+        + (f", against at most {max(fresh[e] for e in steady):.1%} for {spoken(steady)}" if steady else "")
+        + "."
+    )
 
 
 for _figure, _name in ROUNDS.items():
@@ -246,19 +303,27 @@ for _figure, _name in ROUNDS.items():
     figure(f"{_figure}-says")(lambda name=_name: rounds_says(name))
 
 
-@figure("h100-later-rounds-2-hosts")
-def h100_later_rounds_2_hosts() -> str:
+@figure("h100-later-rounds-3-hosts")
+def h100_later_rounds_3_hosts() -> str:
     """The two hosts' img/s per engine (every shared and fresh trial of each), and the full collections timed."""
-    first, second = (summary("h100-engines-1gpu", name) for name in ROUNDS.values())
+    here, there = (summary("h100-engines-1gpu", name) for name in ROUNDS.values())
 
     def rates(rows: list[dict], engine: str) -> str:
         return span([r["img_s"] for r in rows if engine_name(r) == engine], ".0f")
 
-    engines = list(dict.fromkeys(engine_name(r) for r in second))
-    collected = [r for r in second if r["gc_full"]]
+    engines = list(dict.fromkeys(engine_name(r) for r in here))
+    collected: dict[str, list[dict]] = {}
+    for r in here:
+        if r["gc_full"]:
+            collected.setdefault(engine_name(r), []).append(r)
+    trials_of = {e: sum(engine_name(r) == e for r in here) for e in collected}
+    others = len(here) - sum(trials_of.values())
+    timed = [
+        f"{len(rows)} of the {trials_of[e]} {e} trials ({span([r['gc_s'] for r in rows], '.2f')} s each)"
+        for e, rows in collected.items()
+    ]
     return (
-        "; ".join(f"{e} {rates(second, e)} img/s here against {rates(first, e)} there" for e in engines)
-        + ". A full collection fell into the timed steps of "
-        + spoken([f"{r['scenario']} {engine_name(r)} ({r['gc_s']:.2f} s)" for r in collected])
-        + f", and into none of the other {count(len(second) - len(collected))} trials"
+        "; ".join(f"{e} {rates(here, e)} img/s here against {rates(there, e)} there" for e in engines)
+        + f". A full collection fell into the timed steps of {spoken(timed)}"
+        + f" and into none of the other {count(others)} trials"
     )

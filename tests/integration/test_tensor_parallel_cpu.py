@@ -1,10 +1,16 @@
-"""The ``model_parallel`` space shrunk to CPU: its three splits of a global batch (data parallelism alone, tensor
-parallelism, sequence parallelism) on two gloo ranks, against one rank training the whole batch.
+"""The ``model_parallel`` and ``seq_parallel`` spaces shrunk to CPU, in one sweep (one driver, one Ray).
 
-At one global batch every split trains the same samples with (trainers/model/tensor_parallel.py,
-trainers/model/sequence_parallel.py) the exact gradient, so each takes the steps of one rank alone: DP 2 each
-rank half the batch, TP 2 each rank half of every block's heads and MLP columns, SP 2 half of every image's
-tokens. The model is the CPU preset with 4 heads, width 96 and MLP 384 (TP 2 and SP 2 divide them all).
+``model_parallel``: its three splits of a global batch (data parallelism alone, tensor parallelism, sequence
+parallelism) on two gloo ranks under DDP, against one rank training the whole batch. At one global batch every
+split trains the same samples with (trainers/model/tensor_parallel.py, trainers/model/sequence_parallel.py) the
+exact gradient, so each takes the steps of one rank alone: DP 2 each rank half the batch, TP 2 each rank half of
+every block's heads and MLP columns, SP 2 half of every image's tokens. The model is the CPU preset with 4 heads,
+width 96 and MLP 384 (TP 2 and SP 2 divide them all).
+
+``seq_parallel`` (#17): its ViT without a class token at 32 px under DeepSpeed, SP=2 on two ranks against SP=1 on
+one rank at the same micro batch. SP=2 on 2 ranks is one data-parallel rank whose two ranks split each image's 64
+patch tokens: the same samples, the same global batch and the exact gradient, so the same steps as SP=1 on one
+rank. SP=1 on 2 ranks would be data parallelism with twice the global batch: not comparable.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import yaml
 from raysweep.planning.space import load_space
 from tests.integration.conftest import explain, run_cli, table
 
-SHRUNK = {
+MP_SHRUNK = {
     "model": "vit_micro_avg_patch4_32",
     "dataset": "digits",  # a fixed split: the DP ranks' shards of a step are the one rank's batch
     "in_chans": 3,
@@ -26,37 +32,63 @@ SHRUNK = {
     "epochs": 1,
     "precision": "fp32",
 }
+SP_SHRUNK = {
+    "model": "vit_micro_avg_patch4_32",  # 4 heads, 64 tokens: SP=2 divides both
+    "image_size": 32,
+    "train_samples": 64,
+    "epochs": 1,
+    "precision": "fp32",
+}
+MP = load_space("model_parallel")
+SP = load_space("seq_parallel")
 
 
-def test_dp_tp_and_sp_on_two_ranks_take_the_steps_of_one_rank(tmp_path: Path):
-    bundled = load_space("model_parallel")
-    fixed = {k: v for k, v in bundled.fixed.items() if k != "num_workers"} | SHRUNK
+def sp_axis(sequence_parallel: int, num_workers: int) -> dict:
+    """An axis of the seq_parallel space's shrunk trial: its own fixed values (and no checkpointing, which the
+    model_parallel trials beside it turn on), each a one-value list."""
+    values = SP.fixed | SP_SHRUNK | {"activation_checkpointing": 0, "in_chans": 3}
+    values |= {"sequence_parallel": sequence_parallel, "num_workers": num_workers}
+    return {k: [v] for k, v in values.items()}
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    """The four model_parallel splits and the two seq_parallel trials: one CLI sweep, one trial at a time."""
+    tmp_path = tmp_path_factory.mktemp("parallel")
+    fixed = {k: v for k, v in MP.fixed.items() if k != "num_workers"} | MP_SHRUNK
     space = {
-        "description": "model_parallel shrunk: DP 2, TP 2 and SP 2 on 2 ranks against 1 rank",
+        "description": "model_parallel shrunk: DP 2, TP 2 and SP 2 on 2 ranks against 1 rank; seq_parallel shrunk",
         "axes": [
             {"num_workers": [1], "engine": ["ddp"]},
             {"num_workers": [2], "engine": ["ddp"]},
             {"num_workers": [2], "tensor_parallel": [2], "engine": ["ddp"]},
             {"num_workers": [2], "sequence_parallel": [2], "engine": ["ddp"]},
+            sp_axis(1, 1),
+            sp_axis(2, 2),
         ],
         "fixed": fixed,
     }
-    path = tmp_path / "model_parallel.yaml"
+    path = tmp_path / "parallel.yaml"
     path.write_text(yaml.safe_dump(space, sort_keys=False))
     proc = run_cli(
         *("--space", str(path), "--results-dir", str(tmp_path), "--name", "mp"),
         *("--max-concurrent-trials", "1", "--no-report", "--no-dashboard"),
     )
     assert proc.returncode == 0, explain(proc)
-    sweep = tmp_path / "mp"
-    trials = table(sweep, "trials").to_pylist()
+    trials = table(tmp_path / "mp", "trials").to_pylist()
+    assert len(trials) == 6 and all(r["status"] == "completed" for r in trials), explain(proc)
+    return tmp_path / "mp"
+
+
+def test_dp_tp_and_sp_on_two_ranks_take_the_steps_of_one_rank(sweep: Path):
+    trials = [r for r in table(sweep, "trials").to_pylist() if r["engine"] == "ddp"]
     split = {(r["num_workers"], r["tensor_parallel"], r["sequence_parallel"]): r for r in trials}
-    assert sorted(split) == [(1, 1, 1), (2, 1, 1), (2, 1, 2), (2, 2, 1)], explain(proc)
-    assert all(r["status"] == "completed" for r in trials), explain(proc)
+    assert sorted(split) == [(1, 1, 1), (2, 1, 1), (2, 1, 2), (2, 2, 1)]
     for row in trials:  # the bundled global batch, whatever the split: micro batch x data-parallel ranks
         dp = row["num_workers"] // (row["tensor_parallel"] * row["sequence_parallel"])
-        assert row["global_batch"] == bundled.fixed["global_batch"] == row["micro_batch_per_worker"] * dp
-        assert row["optimizer_steps"] == SHRUNK["train_samples"] // row["global_batch"]
+        assert row["global_batch"] == MP.fixed["global_batch"] == row["micro_batch_per_worker"] * dp
+        assert row["optimizer_steps"] == MP_SHRUNK["train_samples"] // row["global_batch"]
+        assert row["activation_checkpointing"] == 1 and row["dataset"] == "digits"
     tp_ranks = [r for r in table(sweep, "ranks").to_pylist() if r["trial_id"] == split[(2, 2, 1)]["trial_id"]]
     assert sorted(r["rank"] for r in tp_ranks) == [0, 1] and all(r["peak_mem_gib"] > 0 for r in tp_ranks)
 
@@ -67,3 +99,28 @@ def test_dp_tp_and_sp_on_two_ranks_take_the_steps_of_one_rank(tmp_path: Path):
     one_rank = split[(1, 1, 1)]["final_loss"]
     for key, rel in (((2, 2, 1), 1e-6), ((2, 1, 2), 1e-6), ((2, 1, 1), 1e-4)):
         assert split[key]["final_loss"] == pytest.approx(one_rank, rel=rel), (key, split[key]["final_loss"], one_rank)
+
+
+def test_sp2_on_two_ranks_takes_the_steps_of_sp1_on_one(sweep: Path):
+    trials = sorted(
+        (r for r in table(sweep, "trials").to_pylist() if r["engine"] == "deepspeed"),
+        key=lambda r: r["sequence_parallel"],
+    )
+    assert [(r["sequence_parallel"], r["num_workers"], r["zero_stage"], r["dataset"]) for r in trials] == [
+        (1, 1, SP.fixed["zero_stage"], "synthetic"),
+        (2, 2, SP.fixed["zero_stage"], "synthetic"),
+    ]
+    sp1, sp2 = trials
+    micro = SP.fixed["micro_batch_per_worker"]
+    for row in trials:  # micro x accumulation x data-parallel ranks (num_workers / SP), 1 here
+        assert row["micro_batch_per_worker"] == micro and row["grad_accum_steps"] == 1
+        assert row["global_batch"] == micro * row["grad_accum_steps"] * (row["num_workers"] // row["sequence_parallel"])
+        assert row["optimizer_steps"] == SP_SHRUNK["train_samples"] // row["global_batch"]
+        assert row["activation_checkpointing"] == 0
+    ranks = [r for r in table(sweep, "ranks").to_pylist() if r["trial_id"] == sp2["trial_id"]]
+    assert sorted(r["rank"] for r in ranks) == [0, 1] and all(r["peak_mem_gib"] > 0 for r in ranks)
+
+    # Measured bit-identical over 8 steps; the tolerance allows for the pooled token sum, which SP adds up
+    # in two halves and an all-reduce rather than in one pass.
+    first = {e["trial_id"]: e["train_loss"] for e in table(sweep, "epochs").to_pylist() if e["epoch"] == 0}
+    assert first[sp2["trial_id"]] == pytest.approx(first[sp1["trial_id"]], rel=1e-5), first

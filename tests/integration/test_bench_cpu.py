@@ -15,18 +15,22 @@ from tests.integration.conftest import REPO, explain, run_cli
 
 def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
     folder = make_image_folder(tmp_path / "images", ("a", "b"), train_per_class=24, val_per_class=4)
+    # the quick form at its smallest: two micro batches (a row each), two timed windows a measurement
     proc = run_cli(
-        "--quick", "--image-folder", str(folder), "--out", str(tmp_path), module="raysweep.bench", timeout=900
+        *("--quick", "--batches", "8,16", "--repeats", "2", "--pipeline-seconds", "1"),
+        *("--image-folder", str(folder), "--out", str(tmp_path)),
+        module="raysweep.bench",
+        timeout=900,
     )
     assert proc.returncode == 0, explain(proc)
     result = json.loads((tmp_path / "bench.json").read_text())
-    assert [r["batch"] for r in result["rows"]] == [16, 32]
+    assert [r["batch"] for r in result["rows"]] == [8, 16]
     for row in result["rows"]:
         assert row["plain_img_s"] > 0 and row["stack_img_s"] > 0
         assert 0 < row["ratio"] < 10 and row["setup_s"] > 0 and row["teardown_s"] >= 0
-        assert row["ratio_min"] <= row["ratio"] <= row["ratio_max"] and len(row["plain_img_s_values"]) == 3
+        assert row["ratio_min"] <= row["ratio"] <= row["ratio_max"] and len(row["plain_img_s_values"]) == 2
         # batch_grid runs each micro batch three times (its repeats), each trial one timed epoch per --repeats
-        assert row["variant"] == "eager" and len(row["later_img_s"]) == 2 and len(row["stack_img_s_values"]) == 9
+        assert row["variant"] == "eager" and len(row["later_img_s"]) == 2 and len(row["stack_img_s_values"]) == 6
         assert row["stack_img_s_min"] <= row["first_img_s"] <= row["stack_img_s_max"]
         assert row["first_warmup_s"] > 0 and row["stack_warmup_s"] > 0  # the batch's first trial's and last's
     pipe = result["input_pipeline"]
@@ -39,10 +43,10 @@ def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
     # each hand-written variant is reported as it ends, with its range: a run cut short keeps what it measured
     first = result["plain"][0]
     assert (
-        f"bench: hand-written eager at micro batch 16: {first['plain_img_s']:.1f} img/s "
+        f"bench: hand-written eager at micro batch 8: {first['plain_img_s']:.1f} img/s "
         f"({first['plain_img_s_min']:.1f}-{first['plain_img_s_max']:.1f})"
     ) in proc.stderr
-    assert result["command"].startswith("python -m raysweep.bench --quick")
+    assert result["command"].startswith("python -m raysweep.bench --quick --batches 8,16")
 
     floor = result["cold_floor"]
     phases = list(floor["since_launch_s"].values())
@@ -64,4 +68,4 @@ def test_quick_bench_prints_the_ratio_table_and_writes_its_results(tmp_path):
     summary = subprocess.run(command, capture_output=True, text=True)
     assert summary.returncode == 0, summary.stderr
     rows = list(csv.DictReader(io.StringIO(summary.stdout)))
-    assert {(int(r["batch"]), r["what"]) for r in rows} >= {(16, "eager"), (16, "stack"), (32, "eager"), (32, "stack")}
+    assert {(int(r["batch"]), r["what"]) for r in rows} >= {(8, "eager"), (8, "stack"), (16, "eager"), (16, "stack")}

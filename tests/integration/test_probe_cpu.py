@@ -16,9 +16,12 @@ from tests.integration.conftest import explain, run_cli
 
 
 def test_a_sweep_with_probe_links_fits_its_links_and_predicts_beyond_its_ranks(tmp_path):
-    # 4 ranks of half a CPU on 2 cores: oversubscribed, a functional check of the hold-out, not a measurement
+    # 4 ranks of half a CPU on 2 cores: oversubscribed, a functional check of the hold-out, not a measurement.
+    # Three worker counts are the point (4 predicted from 1 and 2); each trial is as small as still times steps:
+    # digits at their own 8 px, a global batch of 16 (micro batch 16, 8 and 4), 4 steps.
     proc = run_cli(
-        "--space", "strong_scaling", "--set", "num_workers=[1,2,4]", "--set", "train_samples=256", "--epochs", "1",
+        "--space", "strong_scaling", "--set", "num_workers=[1,2,4]", "--set", "train_samples=64",
+        "--set", "global_batch=16", "--set", "image_size=8", "--epochs", "1",
         "--set", "cpus_per_worker=0.5", "--repeats", "1", "--probe-links", "--results-dir", str(tmp_path),
         "--name", "probed", "--no-dashboard",
         timeout=900,

@@ -31,8 +31,8 @@ Beside the summary it saves what it measured, ``trials-<case>.csv`` and ``links-
 measurements. ``--probe-only --from DIR`` runs the probes again (the link probe and the coupled probe) and predicts
 from them with the trials saved in ``DIR``.
 
-``--smoke`` runs the same steps at the smallest scale (1 and 2 ranks on 2 CPUs, one seed, tiny batches, buffers to
-1 MiB; 2 ranks predicted from 1): a check that the script runs against the code, not a validation.
+``--smoke`` runs the same steps at the smallest scale (1 and 2 ranks on 2 CPUs, one seed, tiny batches, 10 steps a
+trial, buffers to 1 MiB; 2 ranks predicted from 1): a check that the script runs against the code, not a validation.
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ class Case:
     train_samples: int
     probe: ProbePlan
     coupled: Coupled
+    steps_per_epoch: int = 24  # 2 warm-up steps, the timed ones, then the profiled window that records comm_kernel_ms
 
     @property
     def one_rank_micro_batches(self) -> list[int]:
@@ -152,11 +153,12 @@ SMOKE = Case(
     16,
     [0],
     256,
-    ProbePlan(max_bytes=1 << 20, repeats=2, warmup=1),
+    ProbePlan(max_bytes=1 << 20, repeats=2, warmup=1, collectives=PROBE.collectives),
     Coupled(steps=2, repeats=1, warmup=1),
+    # the least that still profiles: 2 warm-up, trainers.epoch_plan.MIN_TIMED_STEPS (5) timed, 3 profiled
+    steps_per_epoch=10,
 )
 PROBED = "+probe"  # marks a calibration whose contention at the held-out counts is the coupled probe's
-STEPS_PER_EPOCH = 24  # 2 warm-up steps, the timed ones, then the profiled window that records comm_kernel_ms
 
 
 def common(case: Case) -> dict:
@@ -170,7 +172,7 @@ def common(case: Case) -> dict:
         "precision": "fp32",
         "epochs": 1,
         "train_samples": case.train_samples,
-        "max_steps_per_epoch": STEPS_PER_EPOCH,
+        "max_steps_per_epoch": case.steps_per_epoch,
         "warmup_steps": 2,
         "checkpoint_every": 0,
     }

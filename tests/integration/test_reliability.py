@@ -19,7 +19,7 @@ SMALL = ["--set", "train_samples=64", "--set", "warmup_steps=0", "--no-report", 
 
 
 def test_driver_killed_mid_sweep_resumes_with_one_row_per_trial(tmp_path):
-    """SIGKILL the CLI after two of six trials; --resume runs the rest and keeps the finished rows as they were."""
+    """SIGKILL the CLI after one of three trials; --resume runs the rest and keeps the finished rows as they were."""
     args = [
         "--space",
         "batch_grid",
@@ -32,7 +32,7 @@ def test_driver_killed_mid_sweep_resumes_with_one_row_per_trial(tmp_path):
         "--epochs",
         "1",
         "--set",
-        "micro_batch_per_worker=[4,8,12,16,24,32]",
+        "micro_batch_per_worker=[8,16,32]",
         *SMALL,
     ]
     proc = subprocess.Popen(
@@ -44,20 +44,20 @@ def test_driver_killed_mid_sweep_resumes_with_one_row_per_trial(tmp_path):
     )
     trials_dir = tmp_path / "killed" / "trials"
     deadline = time.time() + 600
-    while len(list(trials_dir.glob("*.parquet"))) < 2:
+    while not list(trials_dir.glob("*.parquet")):
         assert proc.poll() is None, "the sweep ended before it could be killed"
-        assert time.time() < deadline, "no two trials finished in time"
+        assert time.time() < deadline, "no trial finished in time"
         time.sleep(0.5)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     before = {r["trial_id"]: r for r in table(tmp_path / "killed", "trials").to_pylist()}
-    assert len(before) >= 2
+    assert 1 <= len(before) < 3, before  # trials run one at a time: the kill leaves some to resume
 
     resumed = run_cli("--resume", str(tmp_path / "killed"), "--no-report", timeout=900)
     assert resumed.returncode == 0, explain(resumed)
     rows = table(tmp_path / "killed", "trials").to_pylist()
-    assert len(rows) == 6 and len({r["trial_id"] for r in rows}) == 6
-    assert sorted(r["micro_batch_per_worker"] for r in rows) == [4, 8, 12, 16, 24, 32]
+    assert len(rows) == 3 and len({r["trial_id"] for r in rows}) == 3
+    assert sorted(r["micro_batch_per_worker"] for r in rows) == [8, 16, 32]
     assert all(r["status"] == "completed" for r in rows)
     after = {r["trial_id"]: r for r in rows}
     for trial_id, row in before.items():

@@ -11,7 +11,7 @@ import time
 
 import pyarrow.parquet as pq
 
-from tests.integration.conftest import REPO, explain, run_cli, table
+from tests.integration.conftest import REPO, Run, explain, run_cli, table
 
 # No dashboard: none of these is about it, and it costs each local Ray several CPU-seconds to start
 # (the resume after the driver's kill starts with it, as a user's does).
@@ -127,9 +127,13 @@ def test_out_of_memory_is_recorded_not_retried_and_the_sweep_goes_on(tmp_path):
     assert oom["peak_mem_gib"] > 0 and oom["micro_batch_per_worker"] == 8 and oom["params_json"]
 
 
-def test_a_silent_rank_fails_the_trial_at_the_collective_timeout(tmp_path):
+def test_a_silent_rank_fails_the_trial_at_the_collective_timeout_and_leaves_nothing_running(tmp_path):
+    """Rank 1 goes silent; rank 0's next collective times out, the trial fails, the CLI exits 1, and none of
+    the processes it started, the silent rank's included, outlives it (the failed-trial way out of
+    ``test_exit_paths``)."""
     started = time.time()
-    proc = run_cli(
+    run = Run(
+        tmp_path,
         "--space",
         "batch_grid",
         "--repeats",
@@ -149,12 +153,13 @@ def test_a_silent_rank_fails_the_trial_at_the_collective_timeout(tmp_path):
         "--collective-timeout",
         "15",
         *SMALL,
-        timeout=600,
     )
-    assert proc.returncode == 1, explain(proc)
+    assert run.wait(timeout=600) == 1, run.output()
     (row,) = table(tmp_path / "hang", "trials").to_pylist()
     assert row["status"] == "failed" and row["error"]
     assert time.time() - started < 300, "the hang was not cut short by the collective timeout"
+    assert len(run.started) > 3, "the local Ray's processes were not seen"
+    assert run.left_running() == [], run.output()
 
 
 WRITER = """

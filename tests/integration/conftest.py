@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -17,6 +19,33 @@ from raysweep.core.store import read_table
 from raysweep.runtime.cluster import OWNER_ENV
 
 REPO = Path(__file__).resolve().parents[2]
+
+# the pages that hold examples: the README and the user guide
+PAGES = {
+    page.relative_to(REPO).as_posix(): page.read_text()
+    for page in [REPO / "README.md", *sorted(REPO.glob("docs/*.md"))]
+}
+
+
+def page_with(text: str) -> str:
+    """The one page's text that holds ``text``."""
+    holders = [name for name, page in PAGES.items() if text in page]
+    assert len(holders) == 1 and PAGES[holders[0]].count(text) == 1, f"no single {text!r} in {', '.join(PAGES)}"
+    return PAGES[holders[0]]
+
+
+def example(name: str) -> str:
+    """The fenced (```lang ... ```) or indented block that follows ``<!-- example:NAME -->`` on its page."""
+    marker = f"<!-- example:{name} -->\n"
+    after = page_with(marker).split(marker, 1)[1]
+    if after.startswith("```"):
+        return after.split("\n", 1)[1].split("\n```", 1)[0]
+    lines = []
+    for line in after.splitlines():
+        if not line.startswith("    "):
+            break
+        lines.append(line[4:])
+    return "\n".join(lines)
 
 
 def pytest_collection_modifyitems(items):
@@ -118,3 +147,73 @@ class Run:
             except psutil.Error:
                 continue
         return alive
+
+
+# The session's sweep of 2-rank trials: batch_grid at micro batch 16 and 32 on 2 ranks over gloo, 2 epochs of 512
+# samples (16 and 8 optimizer steps an epoch: each trial's last epoch has its timed steps and its profiled window),
+# from the command line, logged to MLflow where it is installed. Its tests read it and write nothing into it.
+TWO_RANK = {"name": "tracked", "epochs": 2, "micro_batches": (16, 32), "train_samples": 512}
+
+
+@pytest.fixture(scope="session")
+def two_rank_sweep(tmp_path_factory) -> tuple[Path, list[str], bool]:
+    """The sweep's directory, its terminal (stdout and stderr in the order a user sees them), and whether it
+    logged to MLflow."""
+    cwd = tmp_path_factory.mktemp("two-rank")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for name in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI"):  # a local Ray; MLflow's default store, in the sweep
+        env.pop(name, None)
+    mlflow = importlib.util.find_spec("mlflow") is not None
+    argv = [
+        sys.executable, "-m", "raysweep.tune", "--space", "batch_grid", "--results-dir", "results",
+        "--name", TWO_RANK["name"], "--epochs", str(TWO_RANK["epochs"]), "--set", "num_workers=2", "--repeats", "1",
+        "--set", f"micro_batch_per_worker={list(TWO_RANK['micro_batches'])}",
+        "--set", f"train_samples={TWO_RANK['train_samples']}", "--no-dashboard",
+        *(["--log-to", "mlflow"] if mlflow else []),
+    ]  # fmt: skip
+    proc = subprocess.run(
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900
+    )
+    assert proc.returncode == 0, proc.stdout[-8000:]
+    assert sorted(p.name for p in cwd.iterdir()) == ["results"]  # nothing beside the results (no ./mlruns)
+    return cwd / "results" / TWO_RANK["name"], proc.stdout.splitlines(), mlflow
+
+
+# What the session's Python API sweep hands its tests, printed by the lines run after the example.
+REPORT_BACK = """
+import json
+print("RESULT " + json.dumps({
+    "path": str(result.path),
+    "report": str(result.report) if result.report else None,
+    "loaded": again.trials.to_pylist(),
+    "epochs": result.epochs.num_rows,
+    "ranks": result.ranks.num_rows,
+    "economy": json.loads((result.path / "sweep.json").read_text())["economy"],
+}, default=str))
+"""
+
+
+@pytest.fixture(scope="session")
+def python_api_sweep(tmp_path_factory) -> dict:
+    """The user guide's Python API example (``run_sweep`` of the embedded default: 2 trials of 2 CPU ranks), run
+    as printed from a script in a fresh directory (it writes ./raysweep-results), then lines that print what it
+    returned; its tests read the sweep and write nothing into it. The result's ``path`` and ``report`` are
+    absolute, ``work`` is the directory it ran in, ``proc`` the script's process with its terminal."""
+    work = tmp_path_factory.mktemp("python-api")
+    path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", example("python-api") + "\n" + REPORT_BACK],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, explain(proc)
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    result = json.loads(line.removeprefix("RESULT "))
+    # the example's results_dir is relative: its paths are the working directory's
+    report = result["report"] and work / result["report"]
+    return {**result, "work": work, "path": work / result["path"], "report": report, "proc": proc}

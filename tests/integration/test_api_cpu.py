@@ -1,66 +1,28 @@
 """``raysweep.run_sweep`` from a Python script: the embedded default runs and returns its tables; the terminal
-carries raysweep's lines, not Ray Train's per-report dicts, the PlacementGroupCleaner's warnings nor Tune's boxes."""
+carries raysweep's lines, not Ray Train's per-report dicts, the PlacementGroupCleaner's warnings nor Tune's boxes.
+
+The script is the user guide's Python API example (2 trials of 2 CPU ranks), run once for the session
+(conftest.python_api_sweep) and checked here for what ``run_sweep`` returns and prints."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
+import statistics
 
-from tests.integration.conftest import REPO, explain
-
-SCRIPT = textwrap.dedent(
-    """
-    import json, sys
-    import raysweep
-
-    result = raysweep.run_sweep(
-        "batch_grid",
-        overrides={"micro_batch_per_worker": [32], "epochs": 1},
-        results_dir=sys.argv[1],
-        name="api",
-        dashboard=False,
-        repeats=1,
-    )
-    again = raysweep.load_sweep(result.path)
-    print("RESULT " + json.dumps({
-        "path": str(result.path),
-        "report": str(result.report) if result.report else None,
-        "trials": result.trials.select(["status", "micro_batch_per_worker", "epochs"]).to_pylist(),
-        "epochs": result.epochs.num_rows,
-        "ranks": result.ranks.num_rows,
-        "loaded_trials": again.trials.num_rows,
-        "economy": json.loads((result.path / "sweep.json").read_text())["economy"],
-        "setup_s": result.trials.column("setup_s").to_pylist(),
-    }))
-    """
-)
+from tests.integration.conftest import explain
 
 
-def test_run_sweep_returns_the_tables_of_the_embedded_default_quietly(tmp_path):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("RAY_ADDRESS", None)
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, explain(proc)
-    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    result = json.loads(line.removeprefix("RESULT "))
-    assert result["path"] == str(tmp_path / "api")
-    assert result["trials"] == [{"status": "completed", "micro_batch_per_worker": 32, "epochs": 1}]
-    assert result["epochs"] == 1 and result["ranks"] == 1 and result["loaded_trials"] == 1
+def test_run_sweep_returns_the_tables_of_the_embedded_default_quietly(python_api_sweep):
+    result, proc = python_api_sweep, python_api_sweep["proc"]
+    trials = sorted(result["loaded"], key=lambda t: t["started_at"])
+    assert [(t["status"], t["epochs"], t["num_workers"]) for t in trials] == [("completed", 1, 2)] * 2
+    # one epochs row per trial (one epoch each), one ranks row per rank
+    assert result["epochs"] == 2 and result["ranks"] == 4, explain(proc)
     economy = result["economy"]
-    assert 0 < economy["duty_cycle"] < 1 and economy["median_setup_s"] == result["setup_s"][0] > 0, economy
-    assert economy["median_later_setup_s"] is None  # one trial: no later ones
+    setups = [t["setup_s"] for t in trials]
+    assert 0 < economy["duty_cycle"] < 1 and economy["median_setup_s"] == statistics.median(setups) > 0, economy
+    assert economy["median_later_setup_s"] == setups[1]  # the first trial's start is left out
     assert f"duty cycle {economy['duty_cycle']:.2f}" in proc.stdout
-    # One trial leaves the analysis nothing to compare: then there is no report, and the sweep says why.
+    # A sweep whose analysis fails still returns its tables: then there is no report, and the sweep says why.
     assert (result["report"] is None) == ("report not written" in proc.stdout), explain(proc)
     terminal = proc.stdout + proc.stderr
     assert "Reporting training result" not in terminal, explain(proc)

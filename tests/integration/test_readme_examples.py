@@ -10,12 +10,10 @@ test and the docs cannot diverge: an example that stops working fails here.
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -23,37 +21,11 @@ import pytest
 
 from raysweep.core.schema import TABLES
 from raysweep.query import connect, run_query
-from tests.integration.conftest import REPO, explain, run_cli
+from tests.integration.conftest import PAGES, REPO, example, explain, page_with, run_cli
 from tests.integration.test_watching import read_scalars
 
-# the pages that hold examples: the README and the user guide
-PAGES = {
-    page.relative_to(REPO).as_posix(): page.read_text()
-    for page in [REPO / "README.md", *sorted(REPO.glob("docs/*.md"))]
-}
 # the sweep name the query command line shows, a placeholder for the sweep this test made
 PLACEHOLDER_SWEEP = "batch_grid-20261202-170000"
-
-
-def page_with(text: str) -> str:
-    """The one page's text that holds ``text``."""
-    holders = [name for name, page in PAGES.items() if text in page]
-    assert len(holders) == 1 and PAGES[holders[0]].count(text) == 1, f"no single {text!r} in {', '.join(PAGES)}"
-    return PAGES[holders[0]]
-
-
-def example(name: str) -> str:
-    """The fenced (```lang ... ```) or indented block that follows ``<!-- example:NAME -->`` on its page."""
-    marker = f"<!-- example:{name} -->\n"
-    after = page_with(marker).split(marker, 1)[1]
-    if after.startswith("```"):
-        return after.split("\n", 1)[1].split("\n```", 1)[0]
-    lines = []
-    for line in after.splitlines():
-        if not line.startswith("    "):
-            break
-        lines.append(line[4:])
-    return "\n".join(lines)
 
 
 def statements(sql: str) -> list[str]:
@@ -73,27 +45,14 @@ def environment() -> dict:
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory) -> dict:
-    """The Python API example, run as printed in a fresh directory (it writes ./raysweep-results)."""
-    work = tmp_path_factory.mktemp("readme")
-    script = example("python-api") + (
-        "\nimport json\n"
-        'print("RESULT " + json.dumps({"path": str(result.path), "report": str(result.report), '
-        '"loaded": again.trials.to_pylist()}, default=str))\n'
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", script], cwd=work, env=environment(), capture_output=True, text=True, timeout=900
-    )
-    assert proc.returncode == 0, explain(proc)
-    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    result = json.loads(line[len("RESULT ") :])
-    # the example's results_dir is relative: its paths are the working directory's
-    return {**result, "work": work, "path": work / result["path"], "report": work / result["report"]}
+def sweep(python_api_sweep) -> dict:
+    """The Python API example, run as printed in a fresh directory (conftest.python_api_sweep)."""
+    return python_api_sweep
 
 
 def test_the_python_api_example_runs_its_sweep_and_loads_it_back(sweep):
     assert Path(sweep["path"]).parent == sweep["work"] / "raysweep-results"
-    assert Path(sweep["report"]).is_file()
+    assert sweep["report"] and Path(sweep["report"]).is_file()
     loaded = sweep["loaded"]
     assert sorted(t["micro_batch_per_worker"] for t in loaded) == [32, 64]
     assert {(t["status"], t["num_workers"], t["epochs"]) for t in loaded} == {("completed", 2, 1)}

@@ -51,22 +51,22 @@ def test_accum_grid_fixed_global_batch_and_fixed_micro_batch(tmp_path):
 
 
 def test_strong_scaling_splits_a_fixed_job_over_the_workers(tmp_path):
-    _, trials = run_space(tmp_path, "strong_scaling", "num_workers=[1,2]", "train_samples=256", "global_batch=32")
+    _, trials = run_space(tmp_path, "strong_scaling", "num_workers=[1,2]", "train_samples=128", "global_batch=32")
     trials.sort(key=lambda r: r["num_workers"])
     assert [r["num_workers"] for r in trials] == [1, 2]
     assert [r["micro_batch_per_worker"] for r in trials] == [32, 16]
-    assert {(r["global_batch"], r["samples_per_epoch"], r["optimizer_steps"]) for r in trials} == {(32, 256, 8)}
+    assert {(r["global_batch"], r["samples_per_epoch"], r["optimizer_steps"]) for r in trials} == {(32, 128, 4)}
     assert {r["data_scaling"] for r in trials} == {"fixed"}
 
 
 def test_weak_scaling_grows_the_job_with_the_workers(tmp_path):
-    sets = ("num_workers=[1,2]", "train_samples=128", "micro_batch_per_worker=16")
+    sets = ("num_workers=[1,2]", "train_samples=64", "micro_batch_per_worker=16")
     _, trials = run_space(tmp_path, "weak_scaling", *sets)
     trials.sort(key=lambda r: r["num_workers"])
     points = [(r["num_workers"], r["global_batch"], r["samples_per_epoch"]) for r in trials]
-    assert points == [(1, 16, 128), (2, 32, 256)]
+    assert points == [(1, 16, 64), (2, 32, 128)]
     assert {r["micro_batch_per_worker"] for r in trials} == {16}
-    assert {r["optimizer_steps"] for r in trials} == {8}  # the same steps, each twice the work
+    assert {r["optimizer_steps"] for r in trials} == {4}  # the same steps, each twice the work
     assert {r["data_scaling"] for r in trials} == {"per_worker"}
 
 
@@ -101,7 +101,7 @@ def test_zero_stages_0_to_3_run_on_cpu_and_compute_the_same_updates(tmp_path):
 
 def test_optimizers_each_at_its_scaling_rule_with_accuracy_per_epoch(tmp_path):
     sweep, trials = run_space(
-        tmp_path, "optimizers", "num_workers=1", "epochs=2", "train_samples=256", "micro_batch_per_worker=32"
+        tmp_path, "optimizers", "num_workers=1", "epochs=2", "train_samples=128", "micro_batch_per_worker=32"
     )
     assert sorted(r["optimizer"] for r in trials) == ["adamw", "lamb", "sgd"]
     for r in trials:

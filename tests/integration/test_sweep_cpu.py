@@ -23,41 +23,21 @@ def assert_filled(row: dict) -> None:
     assert not empty, f"trial {row['trial_id']} left columns empty: {empty}"
 
 
-def test_two_worker_deepspeed_trial_fills_every_table(tmp_path):
-    """2 DeepSpeed ranks over gloo: every trials column, one epochs row per epoch, one ranks row per rank."""
-    proc = run_cli(
-        "--space",
-        "batch_grid",
-        "--repeats",
-        "1",
-        "--results-dir",
-        str(tmp_path),
-        "--name",
-        "two",
-        "--set",
-        "num_workers=2",
-        "--set",
-        "micro_batch_per_worker=[16]",
-        "--set",
-        "train_samples=256",
-        "--epochs",
-        "2",
-        "--no-report",
-        "--no-dashboard",
-    )
-    assert proc.returncode == 0, explain(proc)
-    sweep = tmp_path / "two"
+def test_two_worker_deepspeed_trial_fills_every_table(two_rank_sweep):
+    """2 DeepSpeed ranks over gloo: every trials column, one epochs row per epoch, one ranks row per rank. The
+    micro batch 16 trial of the session's 2-rank sweep (conftest.two_rank_sweep: 2 epochs of 512 samples)."""
+    sweep, terminal, _ = two_rank_sweep
     trials = table(sweep, "trials").to_pylist()
-    assert len(trials) == 1
-    row = trials[0]
+    assert sorted(r["micro_batch_per_worker"] for r in trials) == [16, 32], "\n".join(terminal[-60:])
+    (row,) = [r for r in trials if r["micro_batch_per_worker"] == 16]
     assert row["status"] == "completed", row["error"]
     assert_filled(row)
-    assert row["num_workers"] == 2 and row["global_batch"] == 32 and row["samples_per_epoch"] == 256
-    assert row["optimizer_steps"] == 16
+    assert row["num_workers"] == 2 and row["global_batch"] == 32 and row["samples_per_epoch"] == 512
+    assert row["optimizer_steps"] == 32
     assert len(row["device_names"]) == 2 and row["num_nodes"] == 1
     assert row["allreduce_probe_ms"] > 0
     # 2 warm-up steps after the start, and the profiled window (3 steps) after the timed ones of the last epoch
-    assert row["timed_steps"] == 16 - 2 - 3 and row["timed_samples"] == 11 * 32
+    assert row["timed_steps"] == 32 - 2 - 3 and row["timed_samples"] == 27 * 32
     assert row["comm_kernel_ms"] > 0 and 0 <= row["comm_overlap"] <= 1
     assert row["throughput"] == row["timed_samples"] / row["timed_s"]
     assert row["flops_per_sample"] > 0 and row["mfu"] is None
@@ -66,13 +46,15 @@ def test_two_worker_deepspeed_trial_fills_every_table(tmp_path):
     assert row["step_time_p95_ms"] >= row["step_time_ms"] * 0.5
     assert row["setup_s"] > 0 and row["trial_wall_s"] > row["train_time_s"]
 
-    epochs = table(sweep, "epochs").to_pylist()
+    epochs = sorted(
+        (e for e in table(sweep, "epochs").to_pylist() if e["trial_id"] == row["trial_id"]), key=lambda e: e["epoch"]
+    )
     assert [e["epoch"] for e in epochs] == [0, 1]
     assert all(e["val_accuracy"] is not None and e["throughput"] > 0 for e in epochs)
     assert epochs[1]["elapsed_s"] > epochs[0]["elapsed_s"]
     assert epochs[1]["train_elapsed_s"] == epochs[0]["epoch_time_s"] + epochs[1]["epoch_time_s"]
 
-    ranks = table(sweep, "ranks").to_pylist()
+    ranks = [r for r in table(sweep, "ranks").to_pylist() if r["trial_id"] == row["trial_id"]]
     assert sorted(r["rank"] for r in ranks) == [0, 1]
     assert all(r["step_time_ms"] > 0 for r in ranks)
     # no slow ranks and no measure_wait: no pre-sync barrier, so neither its wait nor the busy time
@@ -81,10 +63,12 @@ def test_two_worker_deepspeed_trial_fills_every_table(tmp_path):
 
 def test_embedded_default_runs_batch_grid_to_completion(tmp_path):
     """The README's run command: 5 trials of the CPU default 3 times, all completed, every column filled, a report.
-    Two epochs a trial instead of the default's five: what is pinned (the grid, its repeats, every column, the
-    report) is the same after two, and the trials' own cost is most of the test's."""
+    Two epochs of 512 samples a trial instead of the default's five of the whole split: what is pinned (the grid,
+    its repeats, every column, the report) is the same, and the trials' own cost is most of the test's."""
     proc = run_cli(
-        "--space", "batch_grid", "--epochs", "2", "--results-dir", str(tmp_path), "--name", "default", timeout=900
+        *("--space", "batch_grid", "--epochs", "2", "--set", "train_samples=512"),
+        *("--results-dir", str(tmp_path), "--name", "default"),
+        timeout=900,
     )
     assert proc.returncode == 0, explain(proc)
     trials = table(tmp_path / "default", "trials").to_pylist()

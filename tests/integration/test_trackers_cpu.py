@@ -5,9 +5,6 @@ the terminal ends with the summary and the report's paths, nothing of the profil
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,28 +12,14 @@ import pytest
 from raysweep.runtime.ray_logs import CHATTER
 from tests.integration.conftest import table
 
-EPOCHS = 2
-
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory) -> tuple[Path, list[str]]:
-    """The sweep's directory and its terminal, stdout and stderr in the order a user sees them."""
+def sweep(two_rank_sweep) -> tuple[Path, list[str]]:
+    """The session's 2-rank sweep (conftest.two_rank_sweep), logged to MLflow: its directory and its terminal."""
     pytest.importorskip("mlflow")
-    cwd = tmp_path_factory.mktemp("tracked")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    for name in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI"):  # a local Ray; MLflow's default store, in the sweep
-        env.pop(name, None)
-    argv = [
-        sys.executable, "-m", "raysweep.tune", "--space", "batch_grid", "--results-dir", "results",
-        "--name", "tracked", "--epochs", str(EPOCHS), "--set", "num_workers=2", "--repeats", "1",
-        "--set", "micro_batch_per_worker=[16,32]", "--no-dashboard", "--log-to", "mlflow",
-    ]  # fmt: skip
-    proc = subprocess.run(
-        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900
-    )
-    assert proc.returncode == 0, proc.stdout[-8000:]
-    assert sorted(p.name for p in cwd.iterdir()) == ["results"]  # nothing beside the results (no ./mlruns)
-    return cwd / "results" / "tracked", proc.stdout.splitlines()
+    root, lines, logged = two_rank_sweep
+    assert logged
+    return root, lines
 
 
 def test_the_sweeps_mlflow_runs_nest_the_trials_under_the_sweeps_run_with_the_tables_figures(sweep):

@@ -56,16 +56,25 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.integration)
 
 
+def user_env(repo_on_path: bool = False, **extra: str) -> dict[str, str]:
+    """The environment a command runs in as a user's would: unbuffered output, and no ``RAY_ADDRESS`` (a local Ray
+    of its own, not the caller's); ``repo_on_path`` puts this checkout first on ``PYTHONPATH`` for a command that
+    runs from a directory outside it."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **extra}
+    env.pop("RAY_ADDRESS", None)
+    if repo_on_path:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    return env
+
+
 def run_cli(
     *args: str, timeout: int = 600, module: str = "raysweep.tune", cwd: Path = REPO
 ) -> subprocess.CompletedProcess:
     """``python -m raysweep.tune ARGS`` as a user runs it, from ``cwd``; output kept for the assertion message."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("RAY_ADDRESS", None)
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=cwd,
-        env=env,
+        env=user_env(),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -85,8 +94,7 @@ class Run:
 
     def __init__(self, tmp_path: Path, *args: str, cwd: Path = REPO):
         self.log = tmp_path / f"cli-{time.monotonic_ns()}.log"
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        env.pop("RAY_ADDRESS", None)
+        env = user_env()
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "raysweep.tune", *args],
@@ -160,9 +168,8 @@ def two_rank_sweep(tmp_path_factory) -> tuple[Path, list[str], bool]:
     """The sweep's directory, its terminal (stdout and stderr in the order a user sees them), and whether it
     logged to MLflow."""
     cwd = tmp_path_factory.mktemp("two-rank")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    for name in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI"):  # a local Ray; MLflow's default store, in the sweep
-        env.pop(name, None)
+    env = user_env()
+    env.pop("MLFLOW_TRACKING_URI", None)  # MLflow's default store, in the sweep
     mlflow = importlib.util.find_spec("mlflow") is not None
     argv = [
         sys.executable, "-m", "raysweep.tune", "--space", "batch_grid", "--results-dir", "results",
@@ -200,13 +207,10 @@ def python_api_sweep(tmp_path_factory) -> dict:
     returned; its tests read the sweep and write nothing into it. The result's ``path`` and ``report`` are
     absolute, ``work`` is the directory it ran in, ``proc`` the script's process with its terminal."""
     work = tmp_path_factory.mktemp("python-api")
-    path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
-    env.pop("RAY_ADDRESS", None)
     proc = subprocess.run(
         [sys.executable, "-c", example("python-api") + "\n" + REPORT_BACK],
         cwd=work,
-        env=env,
+        env=user_env(repo_on_path=True),
         capture_output=True,
         text=True,
         timeout=900,

@@ -8,7 +8,6 @@ With ``skip_bad_files=true`` the trials train and count the files they skipped.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -16,7 +15,7 @@ import sys
 from pathlib import Path
 
 from tests.image_folders import make_image_folder
-from tests.integration.conftest import REPO, explain, table
+from tests.integration.conftest import explain, table, user_env
 from tests.test_bad_files import text_as_jpeg, truncated_jpeg
 
 # the smallest trials: the CPU default model at 8 px, one epoch, micro batch 4
@@ -26,14 +25,10 @@ ERROR_LINE = "raysweep: error: "
 
 def run_in(work: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     """``python -m raysweep.tune ARGS`` from ``work``, as a user runs it there."""
-    env = {
-        **os.environ,
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-    }
-    env.pop("RAY_ADDRESS", None)
     argv = [sys.executable, "-m", "raysweep.tune", *args]
-    return subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        argv, cwd=work, env=user_env(repo_on_path=True), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def folder_in(work: Path) -> Path:

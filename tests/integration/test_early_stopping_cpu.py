@@ -14,7 +14,7 @@ import time
 from collections import Counter
 
 from raysweep.core.store import read_table
-from tests.integration.conftest import REPO, Run, explain, run_cli, table
+from tests.integration.conftest import REPO, Run, explain, run_cli, table, user_env
 
 # Three trials, one at a time: batch 16 sets each rung's bar, and 256, with a sixteenth of its optimizer steps,
 # falls below it, so at least one trial is stopped.
@@ -57,10 +57,13 @@ SCRIPT = textwrap.dedent(
 
 
 def test_optuna_from_the_api_searches_each_grid_point_with_its_budget(tmp_path):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("RAY_ADDRESS", None)
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", SCRIPT, str(tmp_path)],
+        cwd=REPO,
+        env=user_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, explain(proc)
     (line,) = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]

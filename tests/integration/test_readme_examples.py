@@ -10,7 +10,6 @@ test and the docs cannot diverge: an example that stops working fails here.
 from __future__ import annotations
 
 import csv
-import os
 import re
 import shlex
 import subprocess
@@ -21,7 +20,7 @@ import pytest
 
 from raysweep.core.schema import TABLES
 from raysweep.query import connect, run_query
-from tests.integration.conftest import PAGES, REPO, example, explain, page_with, run_cli
+from tests.integration.conftest import PAGES, example, explain, page_with, run_cli, user_env
 from tests.integration.test_watching import read_scalars
 
 # the sweep name the query command line shows, a placeholder for the sweep this test made
@@ -32,16 +31,6 @@ def statements(sql: str) -> list[str]:
     """The SQL block's statements, comments dropped."""
     body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
     return [s.strip() for s in body.split(";") if s.strip()]
-
-
-def environment() -> dict:
-    env = {
-        **os.environ,
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-    }
-    env.pop("RAY_ADDRESS", None)
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +69,9 @@ def test_the_raysweep_query_command_line_writes_its_csv(sweep):
     name = Path(sweep["path"]).name
     (command,) = example("query-cli").splitlines()
     argv = shlex.split(command.replace(PLACEHOLDER_SWEEP, name))
-    proc = subprocess.run(argv, cwd=sweep["work"], env=environment(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        argv, cwd=sweep["work"], env=user_env(repo_on_path=True), capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, explain(proc)
     with open(sweep["work"] / "trials.csv", newline="") as f:
         rows = list(csv.DictReader(f))

@@ -3,7 +3,6 @@ the report's first screen and in ``load_sweep(...).best()``, and keeps its studi
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -11,13 +10,10 @@ import sys
 import optuna
 
 import raysweep
-from tests.integration.conftest import REPO, explain
+from tests.integration.conftest import explain, user_env
 
 
 def test_an_optuna_search_names_its_best_trial_everywhere_and_keeps_its_study(tmp_path):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
-    env.pop("RAY_ADDRESS", None)
     args = [
         "--space", "batch_grid", "--set", "micro_batch_per_worker=[32]", "--set", "lr={loguniform: [1.0e-4, 1.0e-2]}",
         "--epochs", "2", "--repeats", "1", "--search", "optuna", "--scheduler", "asha", "--metric", "val_accuracy",
@@ -26,7 +22,7 @@ def test_an_optuna_search_names_its_best_trial_everywhere_and_keeps_its_study(tm
     proc = subprocess.run(
         [sys.executable, "-m", "raysweep.tune", *args],
         cwd=tmp_path,
-        env=env,
+        env=user_env(repo_on_path=True),
         capture_output=True,
         text=True,
         timeout=900,

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.conftest import Run, explain, run_cli, table
+from tests.integration.conftest import Run, explain, run_cli, table, user_env
 
 # The embedded default, shrunk: two points of one epoch pair on a handful of relative 3-channel arrays.
 SMALL = ["--epochs", "2", "--repeats", "1", "--set", "micro_batch_per_worker=[8,16]", "--set", "warmup_steps=0"]
@@ -30,10 +30,8 @@ def run_printed(command: str, cwd: Path, timeout: int = 600) -> subprocess.Compl
     """A command line raysweep printed, run as a user pastes it into a shell (``python`` is this interpreter)."""
     argv = shlex.split(command)
     assert argv[0] == "python", command
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("RAY_ADDRESS", None)
     return subprocess.run(
-        [sys.executable, *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, *argv[1:]], cwd=cwd, env=user_env(), capture_output=True, text=True, timeout=timeout
     )
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from raysweep.core.params import TrialParams
+from tests.gloo_group import gloo_group
 from trainers.engines.deepspeed_config import GRAD_CLIP_NORM
 from trainers.engines.fsdp import FSDPEngine
 from trainers.model.activation_checkpointing import apply_activation_checkpointing
@@ -101,9 +101,8 @@ def fsdp_engine(seed: int, reshard_after_forward: bool, precision: str = "fp32",
     return FSDPEngine(params, model, torch.device("cpu"), make_optimizer, make_scheduler)
 
 
-def run_rank(rank: int, port: int, workdir: Path) -> None:
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
-    try:
+def run_rank(rank: int, workdir: Path) -> None:
+    with gloo_group(rank, WORLD, str(workdir)):
         result = {"ddp": ddp_losses(rank)}
         for reshard in (True, False):
             engine = fsdp_engine(seed=0, reshard_after_forward=reshard)
@@ -128,17 +127,12 @@ def run_rank(rank: int, port: int, workdir: Path) -> None:
         resumed.load(workdir / "merged")
         result["resumed"] = engine_losses(resumed, rank, range(SAVE_AT, STEPS))
         (workdir / f"result{rank}.json").write_text(json.dumps(result))
-    finally:
-        dist.destroy_process_group()
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> list[dict[str, list[float]]]:
     workdir = tmp_path_factory.mktemp("fsdp")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(run_rank, args=(port, workdir), nprocs=WORLD, join=True)
+    mp.spawn(run_rank, args=(workdir,), nprocs=WORLD, join=True)
     return [json.loads((workdir / f"result{r}.json").read_text()) for r in range(WORLD)]
 
 

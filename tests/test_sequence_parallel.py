@@ -13,6 +13,7 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 
 from raysweep.core.errors import UsageError
+from tests.gloo_group import gloo_group
 from trainers.model.sequence_parallel import (
     ParallelGroups,
     SequenceParallelViT,
@@ -84,26 +85,24 @@ def sp_worker(rank: int, world: int, runs: list[tuple[str, int]], out_dir: str) 
     """One rank: for each (model, SP degree), the batch split over DP groups, tokens over SP ranks; the
     engine's rule (gradient MEAN over all ranks) applied; rank 0 saves loss and gradients."""
     torch.set_num_threads(1)
-    # a file store: a free port found first can be taken by another process before rank 0 binds it
-    dist.init_process_group("gloo", init_method=f"file://{out_dir}/store", rank=rank, world_size=world)
-    x_all, y_all = tiny_batch()
-    for name, sp in runs:
-        groups = build_groups(world, sp)
-        model = apply_sequence_parallel(tiny_vit(name), groups)
-        shard = slice(groups.dp_rank * BATCH // groups.dp_size, (groups.dp_rank + 1) * BATCH // groups.dp_size)
-        loss = F.cross_entropy(model(x_all[shard]), y_all[shard])
-        loss.backward()
-        grads = {}
-        for param_name, p in model.named_parameters():
-            dist.all_reduce(p.grad)
-            grads[param_name.removeprefix("vit.")] = p.grad / world
-        mean_loss = loss.detach().clone()
-        dist.all_reduce(mean_loss)
-        activation = saved_activation_bytes(model, x_all[:2])
-        if rank == 0:
-            result = {"loss": mean_loss / world, "grads": grads, "activation": activation}
-            torch.save(result, f"{out_dir}/{name}_sp{sp}.pt")
-    dist.destroy_process_group()
+    with gloo_group(rank, world, out_dir):
+        x_all, y_all = tiny_batch()
+        for name, sp in runs:
+            groups = build_groups(world, sp)
+            model = apply_sequence_parallel(tiny_vit(name), groups)
+            shard = slice(groups.dp_rank * BATCH // groups.dp_size, (groups.dp_rank + 1) * BATCH // groups.dp_size)
+            loss = F.cross_entropy(model(x_all[shard]), y_all[shard])
+            loss.backward()
+            grads = {}
+            for param_name, p in model.named_parameters():
+                dist.all_reduce(p.grad)
+                grads[param_name.removeprefix("vit.")] = p.grad / world
+            mean_loss = loss.detach().clone()
+            dist.all_reduce(mean_loss)
+            activation = saved_activation_bytes(model, x_all[:2])
+            if rank == 0:
+                result = {"loss": mean_loss / world, "grads": grads, "activation": activation}
+                torch.save(result, f"{out_dir}/{name}_sp{sp}.pt")
 
 
 @pytest.fixture(scope="module")

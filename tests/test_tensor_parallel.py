@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from raysweep.core.errors import UsageError
 from raysweep.core.params import TrialParams
+from tests.gloo_group import gloo_group
 from tests.test_sequence_parallel import MODELS, tiny_vit
 from trainers.engines.tensor_parallel_grads import average_gradients, clip_grad_norm
 from trainers.model.tensor_parallel import (
@@ -56,23 +57,21 @@ def tp_worker(rank: int, world: int, tp: int, names: list[str], out_dir: str) ->
     """One rank: the batch split over DP ranks, each block over TP ranks; the DDP engine's rule (mean over the DP
     group, then the global-norm clip); rank 0 saves the loss and the clipped gradients."""
     torch.set_num_threads(1)
-    # a file store: a free port found first can be taken by another process before rank 0 binds it
-    dist.init_process_group("gloo", init_method=f"file://{out_dir}/store", rank=rank, world_size=world)
-    mesh = build_mesh(world, tp, torch.device("cpu"))
-    x_all, y_all = tiny_batch()
-    for name in names:
-        model = apply_tensor_parallel(tiny_vit(name), mesh)
-        shard = slice(mesh.dp_rank * BATCH // mesh.dp_size, (mesh.dp_rank + 1) * BATCH // mesh.dp_size)
-        loss = F.cross_entropy(model(x_all[shard]), y_all[shard])
-        loss.backward()
-        average_gradients(model, mesh.dp_group, mesh.dp_size)
-        norm = clip_grad_norm(list(model.parameters()), MAX_NORM)
-        mean_loss = loss.detach().clone()
-        dist.all_reduce(mean_loss, group=mesh.dp_group)
-        result = {"loss": mean_loss / mesh.dp_size, "norm": norm, "grads": full_gradients(model, tp)}  # collective
-        if rank == 0:
-            torch.save(result, f"{out_dir}/{name}_w{world}_tp{tp}.pt")
-    dist.destroy_process_group()
+    with gloo_group(rank, world, out_dir):
+        mesh = build_mesh(world, tp, torch.device("cpu"))
+        x_all, y_all = tiny_batch()
+        for name in names:
+            model = apply_tensor_parallel(tiny_vit(name), mesh)
+            shard = slice(mesh.dp_rank * BATCH // mesh.dp_size, (mesh.dp_rank + 1) * BATCH // mesh.dp_size)
+            loss = F.cross_entropy(model(x_all[shard]), y_all[shard])
+            loss.backward()
+            average_gradients(model, mesh.dp_group, mesh.dp_size)
+            norm = clip_grad_norm(list(model.parameters()), MAX_NORM)
+            mean_loss = loss.detach().clone()
+            dist.all_reduce(mean_loss, group=mesh.dp_group)
+            result = {"loss": mean_loss / mesh.dp_size, "norm": norm, "grads": full_gradients(model, tp)}  # collective
+            if rank == 0:
+                torch.save(result, f"{out_dir}/{name}_w{world}_tp{tp}.pt")
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 SHARED_SESSION_FIXTURES = ("two_rank_sweep", "python_api_sweep")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the tests' ids
 def pytest_collection_modifyitems(items):
     # With --dist loadgroup a group's tests run on one worker; one group per module keeps each module fixture (a
     # sweep, a set of spawned ranks) built once, and the modules that share a session fixture are one group.

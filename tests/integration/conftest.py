@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pyarrow as pa
@@ -68,13 +69,14 @@ def user_env(repo_on_path: bool = False, **extra: str) -> dict[str, str]:
 
 
 def run_cli(
-    *args: str, timeout: int = 600, module: str = "raysweep.tune", cwd: Path = REPO
+    *args: str, timeout: int = 600, module: str = "raysweep.tune", cwd: Path = REPO, repo_on_path: bool = False
 ) -> subprocess.CompletedProcess:
-    """``python -m raysweep.tune ARGS`` as a user runs it, from ``cwd``; output kept for the assertion message."""
+    """``python -m raysweep.tune ARGS`` as a user runs it, from ``cwd``; output kept for the assertion message.
+    ``repo_on_path`` as in ``user_env``."""
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=cwd,
-        env=user_env(),
+        env=user_env(repo_on_path),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -83,6 +85,12 @@ def run_cli(
 
 def explain(proc: subprocess.CompletedProcess) -> str:
     return f"exit {proc.returncode}\n--- stdout (tail)\n{proc.stdout[-6000:]}\n--- stderr (tail)\n{proc.stderr[-6000:]}"
+
+
+def printed_result(proc: subprocess.CompletedProcess) -> Any:
+    """What a script printed as its one ``RESULT <json>`` line, decoded."""
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    return json.loads(line.removeprefix("RESULT "))
 
 
 def table(sweep_dir: Path, name: str) -> pa.Table:
@@ -216,8 +224,7 @@ def python_api_sweep(tmp_path_factory) -> dict:
         timeout=900,
     )
     assert proc.returncode == 0, explain(proc)
-    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    result = json.loads(line.removeprefix("RESULT "))
+    result = printed_result(proc)
     # the example's results_dir is relative: its paths are the working directory's
     report = result["report"] and work / result["report"]
     return {**result, "work": work, "path": work / result["path"], "report": report, "proc": proc}

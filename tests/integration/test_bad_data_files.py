@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.image_folders import make_image_folder
-from tests.integration.conftest import explain, table, user_env
+from tests.integration.conftest import explain, run_cli, table
 from tests.test_bad_files import text_as_jpeg, truncated_jpeg
 
 # the smallest trials: the CPU default model at 8 px, one epoch, micro batch 4
@@ -25,10 +24,7 @@ ERROR_LINE = "raysweep: error: "
 
 def run_in(work: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     """``python -m raysweep.tune ARGS`` from ``work``, as a user runs it there."""
-    argv = [sys.executable, "-m", "raysweep.tune", *args]
-    return subprocess.run(
-        argv, cwd=work, env=user_env(repo_on_path=True), capture_output=True, text=True, timeout=timeout
-    )
+    return run_cli(*args, cwd=work, timeout=timeout, repo_on_path=True)
 
 
 def folder_in(work: Path) -> Path:

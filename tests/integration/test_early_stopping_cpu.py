@@ -3,7 +3,6 @@ they reached) while the shared worker group goes on to the next trial; Optuna pr
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import signal
@@ -14,7 +13,7 @@ import time
 from collections import Counter
 
 from raysweep.core.store import read_table
-from tests.integration.conftest import REPO, Run, explain, run_cli, table, user_env
+from tests.integration.conftest import REPO, Run, explain, printed_result, run_cli, table, user_env
 
 # Three trials, one at a time: batch 16 sets each rung's bar, and 256, with a sixteenth of its optimizer steps,
 # falls below it, so at least one trial is stopped.
@@ -66,8 +65,7 @@ def test_optuna_from_the_api_searches_each_grid_point_with_its_budget(tmp_path):
         timeout=600,
     )
     assert proc.returncode == 0, explain(proc)
-    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    trials = json.loads(line.removeprefix("RESULT "))
+    trials = printed_result(proc)
     assert sorted(t["micro_batch_per_worker"] for t in trials) == [32, 32, 128, 128], trials
     assert all(t["status"] in ("completed", "stopped") for t in trials), trials
     assert all(1e-4 <= t["lr"] <= 1e-2 for t in trials), trials

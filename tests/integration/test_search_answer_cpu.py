@@ -4,13 +4,11 @@ the report's first screen and in ``load_sweep(...).best()``, and keeps its studi
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import optuna
 
 import raysweep
-from tests.integration.conftest import explain, user_env
+from tests.integration.conftest import explain, run_cli
 
 
 def test_an_optuna_search_names_its_best_trial_everywhere_and_keeps_its_study(tmp_path):
@@ -19,14 +17,7 @@ def test_an_optuna_search_names_its_best_trial_everywhere_and_keeps_its_study(tm
         "--epochs", "2", "--repeats", "1", "--search", "optuna", "--scheduler", "asha", "--metric", "val_accuracy",
         "--num-samples", "2", "--results-dir", "results", "--name", "searched", "--no-dashboard",
     ]  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "raysweep.tune", *args],
-        cwd=tmp_path,
-        env=user_env(repo_on_path=True),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    proc = run_cli(*args, cwd=tmp_path, timeout=900, repo_on_path=True)
     assert proc.returncode == 0, explain(proc)
     found = re.search(r"^best: trial (\S+) val_accuracy=(\S+) \((.*lr=.*)\)$", proc.stdout, re.MULTILINE)
     assert found, explain(proc)

@@ -7,6 +7,8 @@ import gc
 import math
 import os
 import socket
+import subprocess
+import sys
 import weakref
 
 import pytest
@@ -268,3 +270,21 @@ def test_process_state_puts_back_patched_functions_global_hooks_and_flags():
     finally:
         torch.nn.functional.linear = linear
         process.restore()
+
+
+def test_deepspeed_is_imported_without_mlflow_which_stays_importable():
+    """A rank's DeepSpeed import leaves out the MLflow its autotuner would import (most of DeepSpeed's import time,
+    for a tuner raysweep never runs); a fresh interpreter, as a rank is."""
+    pytest.importorskip("mlflow")
+    script = (
+        "import sys\n"
+        "from trainers.engines.deepspeed import import_deepspeed\n"
+        "import_deepspeed()\n"
+        "import deepspeed.autotuning.autotuner as tuner\n"
+        "assert 'mlflow' not in sys.modules and tuner.has_mlflow is False\n"
+        "import mlflow\n"
+        "assert mlflow.__version__\n"
+    )
+    env = {**os.environ, "DS_ACCELERATOR": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]

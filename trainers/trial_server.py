@@ -72,7 +72,9 @@ def import_trial_code_in_background() -> Future[Callable[[RankTrial], None]]:
 
     def load() -> None:
         try:
-            import deepspeed  # noqa: F401
+            from trainers.engines.deepspeed import import_deepspeed
+
+            import_deepspeed()
             import timm  # noqa: F401
 
             from trainers.train_loop import train_trial

@@ -48,8 +48,9 @@ def measure(model_name: str, batch: int) -> dict[str, float]:
 
     mark("import timm")
     os.environ.setdefault("DS_ACCELERATOR", "cuda" if gpu else "cpu")
-    import deepspeed  # noqa: F401
+    from trainers.engines.deepspeed import import_deepspeed  # as a trial's rank imports it
 
+    import_deepspeed()
     mark("import deepspeed")
     import ray.train.torch  # noqa: F401  (a trial's worker imports it)
 

@@ -52,6 +52,6 @@ def test_the_host_sharing_script_runs_small_and_writes_its_table(tmp_path):
     proc = run_script(tmp_path, "docs/results/cpu16-prediction/host_sharing.py", "--smoke", "out")
     assert proc.returncode == 0, explain(proc)
     table = pd.read_csv(tmp_path / "out" / "host_sharing.csv")
-    assert sorted(table["at_once"]) == [1, 1, 2, 2] and table["step_time_ms"].gt(0).all()
+    assert list(table["at_once"]) == [2, 2] and table["step_time_ms"].gt(0).all()
     both = table[table["at_once"] == 2]  # two at once on 2 CPUs at half a CPU each: their runs overlap
     assert max(both["started_at"]) < min(both["finished_at"]), table

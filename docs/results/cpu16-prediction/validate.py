@@ -178,19 +178,17 @@ def common(case: Case) -> dict:
     }
 
 
-def sweeps(case: Case) -> dict[str, dict]:
-    """The three sweeps; weak scaling skips a count whose micro batch strong scaling already runs there (the same
-    per-rank step: the prediction's measurement is found by configuration, count and micro batch, not by sweep)."""
+def grids(case: Case) -> list[dict[str, list]]:
+    """The sweep's three grids (one sweep: one Ray start, each worker count's group shared by its trials): 1 rank at
+    every micro batch, strong and weak scaling. Weak scaling skips a count whose micro batch strong scaling already
+    runs there (the same per-rank step: the prediction's measurement is found by configuration, count and micro
+    batch, not by grid)."""
     weak_ranks = [n for n in case.ranks if case.strong_global_batch // n != case.weak_micro_batch]
-    return {
-        "one-rank": {"num_workers": 1, "micro_batch_per_worker": case.one_rank_micro_batches, "data_scaling": "fixed"},
-        "strong": {"num_workers": case.ranks, "global_batch": case.strong_global_batch, "data_scaling": "fixed"},
-        "weak": {
-            "num_workers": weak_ranks,
-            "micro_batch_per_worker": case.weak_micro_batch,
-            "data_scaling": "per_worker",
-        },
-    }
+    fixed, per_worker = {"data_scaling": ["fixed"]}, {"data_scaling": ["per_worker"]}
+    one_rank = {"num_workers": [1], "micro_batch_per_worker": case.one_rank_micro_batches} | fixed
+    strong = {"num_workers": case.ranks, "global_batch": [case.strong_global_batch]} | fixed
+    weak = {"num_workers": weak_ranks, "micro_batch_per_worker": [case.weak_micro_batch]} | per_worker
+    return [grid | {"seed": case.seeds} for grid in (one_rank, strong, weak) if grid["num_workers"]]
 
 
 def run(out: Path, case: Case, cpus: int, trials_from: Path | None = None) -> pd.DataFrame:
@@ -212,15 +210,11 @@ def run(out: Path, case: Case, cpus: int, trials_from: Path | None = None) -> pd
     for point in coupled_from_table(links):
         print(f"coupled probe: {point} share {point.probed_share:.3f}", flush=True)
     trials = [] if trials_from is None else [measured_in(trials_from, case)[0].drop(columns="host_cpus")]
-    for name, axes in sweeps(case).items() if trials_from is None else ():
-        if not axes["num_workers"]:
-            continue
+    if trials_from is None:
         result = raysweep.run_sweep(
-            {"description": f"cpu16 prediction check: {case.name} {name}", "fixed": common(case)}
-            | {"axes": {"seed": case.seeds}},
-            overrides=axes,
+            {"description": f"cpu16 prediction check: {case.name}", "fixed": common(case), "axes": grids(case)},
             results_dir=root,
-            name=name,
+            name="trials",
             max_concurrent_trials=1,  # one trial at a time: a trial's ranks have the host to themselves
             dashboard=False,
             report=False,

@@ -55,6 +55,17 @@ def test_calibration_takes_the_fastest_warm_up_step():
     assert straggler.delay_s == pytest.approx(0.005)
 
 
+def test_the_achieved_slowdown_is_the_timed_steps_own_after_a_slow_warm_up():
+    """A warm-up slowed by anything else (here 9x the compute) sizes the delay 9x too long: the achieved slowdown
+    reads what the timed steps held (10 ms of compute and 27 ms of delay: 3.7x), not their time over that warm-up's
+    (37 / 90 ms, below 1)."""
+    straggler, clock = slowed_trial(0.3, accum=1)
+    straggler.calibrate([90.0])
+    timed = run_steps(straggler, clock, steps=3, accum=1)
+    assert timed == pytest.approx([37.0] * 3)
+    assert straggler.slowdown_achieved(timed, None) == pytest.approx(3.7)
+
+
 def test_busy_time_is_step_less_wait():
     straggler, _ = slowed_trial(0.3, accum=1)
     straggler.calibrate([20.0])

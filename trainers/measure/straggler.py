@@ -6,7 +6,8 @@ Every micro batch is delayed, so k accumulation steps keep the slowdown at f (de
 last micro batch would give f/k). On a GPU the delay is on the device (``torch.cuda._sleep`` of a
 number of cycles calibrated once), so it holds the stream as a slower kernel would; on a CPU it is
 ``time.sleep``. A sleep adds no collectives and no parameter gathers, so slow ranks work with every
-engine, ZeRO-3 and FSDP included.
+engine, ZeRO-3 and FSDP included. The slowdown a rank achieved (``slowdown_achieved``) is its timed steps'
+busy time over the same time less the delay they held.
 
 The pre-sync barrier (a one-element all-reduce before the last micro batch's backward, where the
 gradient sync happens) runs only when asked: ``measure_wait`` or ``slow_ranks`` set, on more than one
@@ -101,12 +102,20 @@ class Straggler:
         return waits if self.barrier else None
 
     def slowdown_achieved(self, step_ms: list[float], wait_ms: list[float] | None) -> float | None:
-        """Mean busy step time with the delay over the calibrated one: 1.0 unslowed, None if unmeasured."""
+        """Mean busy step time with the delay over the same steps' without it (less the delay they held):
+        1.0 unslowed, None if unmeasured.
+
+        Taken on the timed steps themselves, not against the warm-up that sized the delay: where the warm-up
+        ran slow (a busy host, a first step's allocations), the delay overshoots ``slow_factor`` and this says
+        by how much, rather than dividing by that slow warm-up (which read below 1 on a busy host).
+        """
         if not self.slow_factor:
             return 1.0
-        if not step_ms or self.calibrated_busy_ms is None or not self.delay_s:
+        if not step_ms or not self.delay_s:
             return None
-        return statistics.fmean(busy(step_ms, wait_ms)) / self.calibrated_busy_ms
+        busy_ms = statistics.fmean(busy(step_ms, wait_ms))
+        undelayed_ms = busy_ms - self.delay_s * self.accum * 1000.0
+        return busy_ms / undelayed_ms if undelayed_ms > 0 else None
 
 
 def busy(step_ms: list[float], wait_ms: list[float] | None) -> list[float]:

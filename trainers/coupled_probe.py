@@ -8,7 +8,9 @@ engine's gradient buckets (sizes and element size from ``analysis.prediction.ste
 all-reduced asynchronously as soon as the backward pass has produced its bytes, as DDP's and DeepSpeed's reducers
 launch them. For each group size (the first ``ranks`` ranks, as the link probe's subgroups) it times:
 
-* ``compute``: the load alone on rank 0, the others waiting (the 1-rank trial's step, as the model's compute);
+* ``compute``: ``steps`` steps back to back of the load on every rank of the group, without the all-reduce (the
+  slowest rank's mean step): the compute timed as ``coupled`` is and under the same sharing of the host, so that
+  the two differ by the all-reduce alone;
 * ``idle``: the buckets' all-reduce on the group with nothing else running (the slowest rank's);
 * ``coupled``: ``steps`` steps back to back of the load with the buckets' all-reduce, waited on before the
   optimizer step (the slowest rank's mean step).
@@ -50,7 +52,7 @@ class CoupledPlan:
 @dataclass(frozen=True)
 class CoupledPoint:
     ranks: int
-    compute_s: float  # one step of the load, rank 0 alone
+    compute_s: float  # one step of the load on every rank of the group, without the all-reduce, the slowest rank's
     idle_s: float  # the buckets' all-reduce on idle ranks
     coupled_s: float  # one step of the load with the buckets' all-reduce, the slowest rank's
     coupled_min_s: float
@@ -134,19 +136,18 @@ def timed_runs(run: Callable[[], float], plan: CoupledPlan) -> list[float]:
 
 def time_group(plan: CoupledPlan, load: Load, ranks: int, group) -> CoupledPoint:
     """One group size's point; every rank of the world calls it, the first ``ranks`` take part."""
-    rank = dist.get_rank()
-    inside = rank < ranks
+    inside = dist.get_rank() < ranks
     buckets = Buckets(plan, group) if inside else None
 
-    def alone() -> float:
-        start = time.perf_counter()
-        load.step()
-        return time.perf_counter() - start
-
-    compute = statistics.median(timed_runs(alone, plan)) if rank == 0 else 0.0
-    dist.barrier()
-    idle, coupled = [0.0], [0.0]
+    idle, coupled, compute = [0.0], [0.0], [0.0]
     if inside:
+
+        def steps(before_optimizer: Callable[[], None] = lambda: None) -> float:
+            dist.barrier(group=group)
+            start = time.perf_counter()
+            for _ in range(plan.steps):
+                load.step(before_optimizer)
+            return slowest((time.perf_counter() - start) / plan.steps, group)
 
         def reduce_idle() -> float:
             dist.barrier(group=group)
@@ -154,20 +155,20 @@ def time_group(plan: CoupledPlan, load: Load, ranks: int, group) -> CoupledPoint
             buckets.wait()
             return slowest(time.perf_counter() - start, group)
 
-        def run_coupled() -> float:
-            dist.barrier(group=group)
-            start = time.perf_counter()
-            for _ in range(plan.steps):
-                load.step(buckets.wait)
-            return slowest((time.perf_counter() - start) / plan.steps, group)
-
+        compute = timed_runs(steps, plan)
         idle = timed_runs(reduce_idle, plan)
         load.on_grad_bytes = buckets.launch_ready
-        coupled = timed_runs(run_coupled, plan)
+        coupled = timed_runs(lambda: steps(buckets.wait), plan)
         load.on_grad_bytes = lambda produced: None
     dist.barrier()
     return CoupledPoint(
-        ranks, compute, statistics.median(idle), statistics.median(coupled), min(coupled), max(coupled), plan.repeats
+        ranks,
+        statistics.median(compute),
+        statistics.median(idle),
+        statistics.median(coupled),
+        min(coupled),
+        max(coupled),
+        plan.repeats,
     )
 
 
@@ -185,7 +186,8 @@ def probe_coupled(plan: CoupledPlan) -> list[CoupledPoint]:
 
 def coupled_fn_per_worker(config: dict) -> None:
     """A Ray Train worker's function: the coupled probe, then rank 0's points as rows of ``links`` (row
-    ``coupled``: ``time_s`` the coupled step, ``compute_s`` the load alone, ``idle_s`` the buckets' idle all-reduce)."""
+    ``coupled``: ``time_s`` the coupled step, ``compute_s`` the load without the all-reduce, ``idle_s`` the buckets'
+    idle all-reduce)."""
     plan = CoupledPlan(**{**config["plan"], "bucket_bytes": tuple(config["plan"]["bucket_bytes"])})
     points = probe_coupled(plan)
     report_rows(

@@ -1,12 +1,12 @@
 """The coupled probe's measurements as the step model reads them: the ranks' coupling as a share of compute.
 
 The coupled probe (``trainers.coupled_probe``, the ``coupled`` rows of a links table) times, at a ranks-per-host
-count, one step of the trial's compute alone (``compute``), the step's bucketed all-reduce on idle ranks (``idle``)
-and the two together as a trial runs them (``coupled``). What the step spends beyond its compute is the all-reduce
-as the coupled ranks see it (``coupled_comm_ms``: the reduce beside the backward pass and the wait for the other
-ranks); less the idle all-reduce, which the model's ``comm`` term already holds, it is the coupling the model's
-``contention`` term adds, taken as a share of the compute (``probed_share``) as ``step_model.fit_contention`` takes
-a multi-rank trial's.
+count, one step of the trial's compute on every rank without the all-reduce (``compute``), the step's bucketed
+all-reduce on idle ranks (``idle``) and the two together as a trial runs them (``coupled``). What the step spends
+beyond its compute is the all-reduce as the coupled ranks see it (``coupled_comm_ms``: the reduce beside the
+backward pass and the wait for the other ranks); less the idle all-reduce, which the model's ``comm`` term already
+holds, it is the coupling the model's ``contention`` term adds, taken as a share of the compute (``probed_share``)
+as ``step_model.fit_contention`` takes a multi-rank trial's.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class CoupledProbe:
     """One coupled-probe point: ranks on one host, times of one step in ms."""
 
     ranks_per_node: int
-    compute_ms: float  # the load alone on one rank
+    compute_ms: float  # the load on every rank of the group without the all-reduce, the slowest rank's
     idle_ms: float  # the buckets' all-reduce on idle ranks
     coupled_ms: float  # the load with the buckets' all-reduce beside it, the slowest rank's
 

@@ -164,3 +164,29 @@ def test_the_sweeps_modules_leave_torch_to_the_thread_beside_ray_init():
     root = Path(__file__).resolve().parents[1]
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
     assert result.stdout.strip() == "False"
+
+
+def test_a_trial_actors_traceback_of_its_sigterm_at_the_sweeps_end_is_dropped_and_other_ignored_ones_kept():
+    """Ray ends the trial actors as the sweep ends; one inside a weak reference's callback then prints Python's
+    "Exception ignored in" of the SystemExit Ray's SIGTERM handler raised (seen at the embedded default's end)."""
+    from raysweep.runtime.ray_logs import without_dropped_tracebacks
+
+    sigterm = [
+        "Exception ignored in: <function WeakSet.__init__.<locals>._remove at 0x7f1de6591ee0>",
+        "Traceback (most recent call last):",
+        '  File ".../python3.11/_weakrefset.py", line 39, in _remove',
+        "    def _remove(item, selfref=ref(self)):",
+        "",
+        '  File ".../ray/_private/worker.py", line 1063, in sigterm_handler',
+        "    raise_sys_exit_with_custom_error_message(",
+        '  File "python/ray/_raylet.pyx", line 712, in ray._raylet.raise_sys_exit_with_custom_error_message',
+        "SystemExit: 1",
+    ]
+    other = [
+        "Exception ignored in: <function Thing.__del__ at 0x1>",
+        "Traceback (most recent call last):",
+        '  File "thing.py", line 3, in __del__',
+        "SystemExit: 1",
+    ]
+    lines = ["raysweep: before", *sigterm, "raysweep: between", *other, "raysweep: after"]
+    assert without_dropped_tracebacks(lines) == ["raysweep: before", "raysweep: between", *other, "raysweep: after"]

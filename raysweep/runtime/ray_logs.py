@@ -46,13 +46,16 @@ CHATTERING_ACTORS = ("PlacementGroupCleaner",)  # Ray Train's internal actors wh
 PRINTER = "ray_print_logs"  # the name ray.init gives its forwarding handler
 
 
-# Tracebacks dropped whole, each from the line holding its first marker to the one holding its second: Ray Train's
-# worker's traceback of its training function's error where the sweep's process reports that error itself, and the
-# controller's of a placement-group cleaner that did not answer its stop within Ray's timeout on a loaded machine
-# (the controller goes on and the run ends as it would).
+# Tracebacks dropped whole, each from the line holding its first marker to the one holding its second (where there is
+# a third marker, only if a line between holds it): Ray Train's worker's traceback of its training function's error
+# where the sweep's process reports that error itself; the controller's of a placement-group cleaner that did not
+# answer its stop within Ray's timeout on a loaded machine (the controller goes on and the run ends as it would); and
+# a trial actor's, ended by Ray at the sweep's end while it ran a weak reference's callback, where Ray's SIGTERM
+# handler raised SystemExit ("Exception ignored in").
 DROPPED_TRACEBACKS = (
-    ("Error in training function:", "raysweep.core.errors.DataFileError:"),
-    ("Failed to stop PlacementGroupCleaner gracefully", "GetTimeoutError"),
+    ("Error in training function:", "raysweep.core.errors.DataFileError:", ""),
+    ("Failed to stop PlacementGroupCleaner gracefully", "GetTimeoutError", ""),
+    ("Exception ignored in:", "SystemExit: 1", "in sigterm_handler"),
 )
 
 
@@ -64,16 +67,20 @@ def without_dropped_tracebacks(lines: list[str]) -> list[str]:
     """``lines`` less each traceback of ``DROPPED_TRACEBACKS`` (and the blank line after it); one whose end is
     not among ``lines`` is kept."""
     kept: list[str] = []
-    start, end = None, None  # where the traceback being read began in ``kept``, and the marker that ends it
+    # where the traceback being read began in ``kept``, the marker that ends it, and the one it must hold
+    start, end, inside = None, None, ""
     dropped = False  # the line before was a dropped traceback's last: the blank line after it goes too
     for line in lines:
-        for first, last in DROPPED_TRACEBACKS:
+        for first, last, within in DROPPED_TRACEBACKS:
             if first in line:
-                start, end = len(kept), last
+                start, end, inside = len(kept), last, within
         if start is not None and end in line:
-            del kept[start:]
-            start, end, dropped = None, None, True
-            continue
+            if inside and not any(inside in held for held in kept[start:]):
+                start, end = None, None  # not the traceback this marker names: kept
+            else:
+                del kept[start:]
+                start, end, dropped = None, None, True
+                continue
         if not (dropped and not line.strip()):
             kept.append(line)
         dropped = False

@@ -192,7 +192,7 @@ def grids(case: Case) -> list[dict[str, list]]:
 
 
 def run(out: Path, case: Case, cpus: int, trials_from: Path | None = None) -> pd.DataFrame:
-    """The case's probe and sweeps under ``out/<case>``; its summary rows (``COLUMNS``). ``trials_from``: the probe
+    """The case's probe and sweep under ``out/<case>``; its summary rows (``COLUMNS``). ``trials_from``: the probe
     alone, the trials read from that directory's ``trials-<case>.csv`` (``--probe-only``)."""
     root = out / case.name
     links = probe(
@@ -209,7 +209,6 @@ def run(out: Path, case: Case, cpus: int, trials_from: Path | None = None) -> pd
     print(fit_lines(links), flush=True)
     for point in coupled_from_table(links):
         print(f"coupled probe: {point} share {point.probed_share:.3f}", flush=True)
-    trials = [] if trials_from is None else [measured_in(trials_from, case)[0].drop(columns="host_cpus")]
     if trials_from is None:
         result = raysweep.run_sweep(
             {"description": f"cpu16 prediction check: {case.name}", "fixed": common(case), "axes": grids(case)},
@@ -219,8 +218,10 @@ def run(out: Path, case: Case, cpus: int, trials_from: Path | None = None) -> pd
             dashboard=False,
             report=False,
         )
-        trials.append(result.trials.to_pandas())
-    measured = pd.concat(trials, ignore_index=True).assign(host_cpus=os.cpu_count())
+        trials = result.trials.to_pandas()
+    else:
+        trials = measured_in(trials_from, case)[0].drop(columns="host_cpus")
+    measured = trials.assign(host_cpus=os.cpu_count())
     link_rows = pq.read_table(links_path(ResultStore(root, "links"))).to_pandas()
     # what was measured, beside the summary: a later model is checked against the same trials and probe
     measured.to_csv(out / f"trials-{case.name}.csv", index=False)

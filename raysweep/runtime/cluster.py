@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -70,8 +71,9 @@ def start_local(
             include_dashboard=dashboard,
             dashboard_host=dashboard_host,
             # Without its dashboard Ray still records the default port's address as the dashboard's, where another
-            # Ray's dashboard may answer that same State API (knowing none of this Ray's actors): a free port instead.
-            dashboard_port=None if dashboard else free_port(),
+            # Ray's dashboard may answer that same State API (knowing none of this Ray's actors): a free port
+            # instead, one that no other process's bind to "any port" can be given meanwhile.
+            dashboard_port=None if dashboard else free_port_outside_ephemeral(),
             runtime_env=project_runtime_env(local=True, env_vars=env_vars),
             logging_level="WARNING",
             log_to_driver=True,
@@ -102,6 +104,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# Where Linux says which ports it hands to binds of port 0 (other processes', Ray's own included).
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def free_port_outside_ephemeral() -> int:
+    """A free loopback port below the system's ephemeral range: a port Ray only records (it binds nothing there)
+    stays free, where a free ephemeral port may be handed to another process's next bind."""
+    try:
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return free_port()
+    for port in random.sample(range(max(1024, low - 8192), low), 64):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    return free_port()
 
 
 @contextmanager

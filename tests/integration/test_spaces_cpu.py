@@ -86,8 +86,6 @@ def test_heterogeneity_slow_rank_computes_longer_and_waits_less(tmp_path):
             assert slow["slowdown_achieved"] > 1 and fast["slowdown_achieved"] == 1.0, (slow, fast)
         else:  # no barrier where none is asked for
             assert slow["busy_ms"] is None and slow["wait_ms"] is None
-    by_factor = {r["slow_factor"]: ranks[r["trial_id"]][1]["wait_ms"] for r in trials if r["slow_ranks"]}
-    assert by_factor[0.6] > by_factor[0.3] * 0.8  # a slower straggler keeps the fast rank waiting at least as long
 
 
 def test_zero_stages_0_to_3_run_on_cpu_and_compute_the_same_updates(tmp_path):

@@ -196,6 +196,29 @@ def autoscaling_coordinator() -> None:
     assert "get_or_create_autoscaling_coordinator" in inspect.getsource(client)
 
 
+def datasets_callback() -> None:
+    from ray.train import ScalingConfig
+    from ray.train.torch import TorchTrainer
+    from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
+    from ray.train.v2._internal.execution.worker_group.worker import RayTrainWorker
+    from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
+
+    from raysweep.runtime.train_run import trainer_without_datasets
+
+    # a run's callbacks are made by this method as it starts, the datasets' one whatever the datasets
+    assert "callbacks=self._create_default_callbacks()" in without_spaces(inspect.getsource(DataParallelTrainer.fit))
+    plain = TorchTrainer(lambda config: None, scaling_config=ScalingConfig(num_workers=1))
+    assert any(isinstance(c, DatasetsCallback) for c in plain._create_default_callbacks())
+    lean = trainer_without_datasets()(lambda config: None, scaling_config=ScalingConfig(num_workers=1))
+    kinds = [type(c) for c in lean._create_default_callbacks()]
+    assert DatasetsCallback not in kinds and kinds == [
+        type(c) for c in plain._create_default_callbacks() if not isinstance(c, DatasetsCallback)
+    ]
+    # without it a rank's train context gets no dataset provider, which Ray Train allows
+    provider = inspect.signature(RayTrainWorker.init_train_context).parameters["dataset_shard_provider"]
+    assert provider.default is None
+
+
 def train_session() -> None:
     from ray.train._internal.session import _TrainSession, get_session
 
@@ -237,6 +260,7 @@ CHECKS: dict[str, Callable] = {
     "ray.data._internal.cluster_autoscaler.default_autoscaling_coordinator.get_or_create_autoscaling_coordinator": (
         autoscaling_coordinator
     ),
+    "ray.train.v2._internal.callbacks.datasets.DatasetsCallback": datasets_callback,
     "ray.train._internal.session.get_session": train_session,
     "ray.train.v2._internal.exceptions.UserExceptionWithTraceback._base_exc": user_exception_base_exc,
 }

@@ -26,7 +26,9 @@ listed).  The Ray releases they are checked against are ``pyproject.toml``'s ran
   worker group Ray Train hands the backend's hooks (its execute methods);
 - ``train_run``:
   ``ray.data._internal.cluster_autoscaler.default_autoscaling_coordinator.get_or_create_autoscaling_coordinator``
-  (the coordinator actor Train starts per run, started once per sweep instead);
+  (the coordinator actor Train starts per run, started once per sweep instead) and
+  ``ray.train.v2._internal.callbacks.datasets.DatasetsCallback`` (left out of the callbacks a run without datasets
+  makes in ``_create_default_callbacks``: it starts Ray Data's manager actor for every worker group);
 - ``early_stop``: ``ray.train._internal.session.get_session`` (the trial's session, whose stop_event Tune
   sets when it stops the trial);
 - ``failures``: ``ray.train.v2._internal.exceptions.UserExceptionWithTraceback._base_exc`` (a worker's

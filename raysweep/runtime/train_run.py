@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import threading
 from collections.abc import Callable
@@ -34,11 +35,8 @@ def torch_trainer(
     callbacks: list,
 ) -> TorchTrainer:
     """A Train run of ``train_fn`` on ``params``'s shape (only the fields in ``SHAPE_FIELDS`` are read)."""
-    # ray.train.torch imports torch: seconds that the sweep's own process and the pool need not spend
-    from ray.train.torch import TorchTrainer
-
     gpu = params.device == "gpu"
-    return TorchTrainer(
+    return trainer_without_datasets()(
         train_fn,
         train_loop_config=loop_config,
         # not Ray's TorchConfig: its module imports torch in every run's controller (raysweep.runtime.torch_backend)
@@ -59,6 +57,28 @@ def torch_trainer(
             logging_config=LoggingConfig(log_level="WARNING"),
         ),
     )
+
+
+@functools.cache
+def trainer_without_datasets() -> type[TorchTrainer]:
+    """Ray Train's ``TorchTrainer``, less the one thing of Ray Data a run without datasets does not use.
+
+    Ray Train's ``DatasetsCallback`` starts a ``DatasetManager`` actor for every worker group, datasets or none:
+    one more process on each group's start, importing Ray Data. raysweep's ranks read their own data and pass
+    Ray no datasets, so its runs go without it. Made on first use: ``ray.train.torch`` imports torch, seconds
+    that the sweep's own process and the pool need not spend before a run.
+    """
+    from ray.train.torch import TorchTrainer
+    from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
+
+    class TorchTrainerWithoutDatasets(TorchTrainer):
+        def _create_default_callbacks(self) -> list:
+            callbacks = super()._create_default_callbacks()
+            if self.datasets:
+                return callbacks
+            return [callback for callback in callbacks if not isinstance(callback, DatasetsCallback)]
+
+    return TorchTrainerWithoutDatasets
 
 
 def worker_env(params: TrialParams) -> dict[str, str]:

@@ -84,6 +84,10 @@ def test_ray_chatter_is_recognised_and_raysweep_lines_are_not():
 
     assert is_chatter("Reporting training result 3: TrainingReport(checkpoint=None, metrics={...}) from rank 0")
     assert is_chatter("Failed to query Ray Train Controller actor state. State API may be temporarily unavailable.")
+    assert is_chatter(
+        "(TrainController pid=5954) core_worker.cc:2465: Actor with class name: 'PreemptionWatcher' and ID: "
+        "'dcd3b760efc7420705c57fdb01000000' has constructor arguments in the object store and max_restarts > 0."
+    )
     assert not is_chatter("raysweep: resumed from checkpoint after epoch 0")
 
 

@@ -41,6 +41,9 @@ CHATTER = (
     # the raylet, when a sweep's trial drivers (a sliver of CPU each) start more worker processes at once
     # than it has CPUs: a hint for Ray users about fractional CPU requests, which raysweep makes on purpose
     "PYTHON worker processes have been started on node",
+    # Ray core's warning about restarting Ray Train's own preemption watcher (its controller's, on a joined
+    # cluster), which no sweep can act on
+    "Actor with class name: 'PreemptionWatcher'",
 )
 CHATTERING_ACTORS = ("PlacementGroupCleaner",)  # Ray Train's internal actors whose every line is chatter
 PRINTER = "ray_print_logs"  # the name ray.init gives its forwarding handler

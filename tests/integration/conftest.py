@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,44 @@ class Run:
             except psutil.Error:
                 continue
         return alive
+
+
+# The shared cluster's logical CPUs: a local Ray's for trials of up to 2 ranks (``local_num_cpus``: the largest trial
+# plus one), so that its 2-rank trials run one at a time there as they do on the Ray a sweep starts.
+SHARED_CPUS = 3
+
+
+@pytest.fixture(scope="session")
+def shared_ray() -> Iterator[str]:
+    """A Ray cluster of this pytest worker's, joined with ``--address`` by the sweeps whose behaviour is not the
+    local Ray a sweep starts (that is test_exit_paths', test_local_ray's, test_security's...): a join skips a Ray
+    start and stop, seconds of CPU on 2 cores. Its processes are told its address, as a local
+    Ray's are (``raysweep.runtime.cluster.start_local``), so Ray's State API asked from them finds it among the other
+    Rays on the machine; its sweeps start no idle workers either."""
+    from ray.cluster_utils import Cluster
+
+    from raysweep.runtime.cluster import free_port
+
+    port = free_port()
+    before = dict(os.environ)
+    os.environ.update({"RAY_ADDRESS": f"127.0.0.1:{port}", "RAY_prestart_worker_first_driver": "0"})
+    try:
+        cluster = Cluster(
+            initialize_head=True,
+            connect=False,
+            head_node_args={"num_cpus": SHARED_CPUS, "gcs_server_port": port, "include_dashboard": False},
+        )
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+    yield cluster.address
+    cluster.shutdown()
+
+
+def on_shared(address: str) -> list[str]:
+    """The options that run a sweep on the shared cluster (``shared_ray``) one trial at a time, as a sweep of trials
+    of up to 2 ranks runs on its own local Ray of 2 cores."""
+    return ["--address", address, "--max-concurrent-trials", "1"]
 
 
 # The session's sweep of 2-rank trials: batch_grid at micro batch 16 and 32 on 2 ranks over gloo, 2 epochs of 512

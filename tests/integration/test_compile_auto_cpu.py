@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from tests.integration.conftest import explain, run_cli, table
+from tests.integration.conftest import explain, on_shared, run_cli, table
 
 CPU_REASON = "auto: eager, CPU trial (auto compiles GPU trials only)"
 
 
-def test_an_auto_trial_on_cpu_runs_eager_and_its_row_says_why(tmp_path):
+def test_an_auto_trial_on_cpu_runs_eager_and_its_row_says_why(tmp_path, shared_ray):
     proc = run_cli(
         "--space", "batch_grid", "--repeats", "1", "--set", "compile=[auto,false]",
         "--set", "micro_batch_per_worker=[16]", "--set", "dataset=synthetic", "--set", "image_size=32",
         "--set", "epochs=1", "--set", "max_steps_per_epoch=3", "--set", "warmup_steps=1",
         "--set", "checkpoint_every=0",
-        "--no-dashboard", "--no-report", "--results-dir", str(tmp_path), "--name", "auto",
+        "--no-dashboard", "--no-report", "--results-dir", str(tmp_path), "--name", "auto", *on_shared(shared_ray),
         timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, explain(proc)

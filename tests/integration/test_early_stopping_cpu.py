@@ -13,17 +13,17 @@ import time
 from collections import Counter
 
 from raysweep.core.store import read_table
-from tests.integration.conftest import REPO, Run, explain, printed_result, run_cli, table, user_env
+from tests.integration.conftest import REPO, Run, explain, on_shared, printed_result, run_cli, table, user_env
 
 # Three trials, one at a time: batch 16 sets each rung's bar, and 256, with a sixteenth of its optimizer steps,
 # falls below it, so at least one trial is stopped.
 BATCHES = "micro_batch_per_worker=[16,32,256]"
 
 
-def test_asha_from_the_cli_stops_trials_early_with_stopped_rows(tmp_path):
+def test_asha_from_the_cli_stops_trials_early_with_stopped_rows(tmp_path, shared_ray):
     proc = run_cli(
         "--space", "batch_grid", "--epochs", "3", "--set", BATCHES, "--scheduler", "asha", "--repeats", "1",
-        "--results-dir", str(tmp_path), "--name", "asha", "--no-dashboard", "--no-report",
+        "--results-dir", str(tmp_path), "--name", "asha", "--no-dashboard", "--no-report", *on_shared(shared_ray),
     )  # fmt: skip
     assert proc.returncode == 0, explain(proc)
     trials = read_table(tmp_path / "asha" / "trials", "trials").to_pylist()

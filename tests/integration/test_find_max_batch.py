@@ -13,15 +13,15 @@ import json
 import pyarrow.parquet as pq
 
 from raysweep.core.store import read_table
-from tests.integration.conftest import explain, run_cli
+from tests.integration.conftest import explain, on_shared, run_cli
 
 BUDGET_GIB = 1.27
 
 
-def test_the_edge_is_found_under_a_memory_budget_and_the_sweep_runs_clipped_to_it(tmp_path):
+def test_the_edge_is_found_under_a_memory_budget_and_the_sweep_runs_clipped_to_it(tmp_path, shared_ray):
     proc = run_cli(
         "--space", "batch_grid", "--repeats", "1", "--find-max-batch", "--max-batch-probes", "2",
-        "--results-dir", str(tmp_path), "--name", "fmb", "--no-dashboard",
+        "--results-dir", str(tmp_path), "--name", "fmb", "--no-dashboard", *on_shared(shared_ray),
         "--set", "engine=ddp", "--set", "dataset=synthetic", "--set", "image_size=32",
         "--set", "train_samples=640", "--set", "epochs=1", "--set", "micro_batch_per_worker=[128,512]",
         "--set", "max_steps_per_epoch=2", "--set", "warmup_steps=1", "--set", "checkpoint_every=0",

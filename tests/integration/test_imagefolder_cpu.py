@@ -5,16 +5,17 @@ from __future__ import annotations
 import pytest
 
 from tests.image_folders import make_image_folder
-from tests.integration.conftest import explain, run_cli, table
+from tests.integration.conftest import explain, on_shared, run_cli, table
 
 
-def test_batch_grid_over_an_image_folder_trains_alike_from_the_source_and_its_pixel_copy(tmp_path):
+def test_batch_grid_over_an_image_folder_trains_alike_from_the_source_and_its_pixel_copy(tmp_path, shared_ray):
     folder = make_image_folder(tmp_path / "images", ("a", "b", "c", "d"), train_per_class=24, val_per_class=6)
     proc = run_cli(
         "--space", "batch_grid", "--repeats", "1", "--dataset", "imagefolder", "--data-dir", str(folder),
         "--set", "micro_batch_per_worker=[16]", "--set", "epochs=1", "--set", "image_size=32",
         "--set", "prepare=[off,pixels]",
         "--no-dashboard", "--no-report", "--results-dir", str(tmp_path / "results"), "--name", "folder",
+        *on_shared(shared_ray),
         timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, explain(proc)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration.conftest import explain, run_cli, table
+from tests.integration.conftest import explain, on_shared, run_cli, table
 from tests.integration.test_sweep_cpu import assert_filled
 
 FAULT_STEP = 6  # the 3rd optimizer step of epoch 1 (4 steps an epoch): epoch 0 is reported first
@@ -48,12 +48,14 @@ SPACE = {
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["shared-workers", "a-run-per-trial"])
-def test_trials_of_one_sweep_share_no_memory_seed_or_failure(tmp_path: Path, shared: bool):
+def test_trials_of_one_sweep_share_no_memory_seed_or_failure(tmp_path: Path, shared: bool, shared_ray: str):
     space = tmp_path / "isolation.yaml"
     space.write_text(yaml.safe_dump(SPACE, sort_keys=False))
     proc = run_cli(
         *("--space", str(space), "--results-dir", str(tmp_path), "--name", "iso"),
-        *("--max-concurrent-trials", "1", "--no-report", "--no-dashboard"),
+        *on_shared(shared_ray),
+        "--no-report",
+        "--no-dashboard",
         *([] if shared else ["--no-shared-workers"]),
     )
     assert proc.returncode == 1, explain(proc)  # the sweep ran to its end; not every trial completed
@@ -111,7 +113,7 @@ ZERO_SPACE = {
 }
 
 
-def test_a_zero_trial_leaves_no_memory_to_the_later_trials_of_its_worker_group(tmp_path: Path):
+def test_a_zero_trial_leaves_no_memory_to_the_later_trials_of_its_worker_group(tmp_path: Path, shared_ray: str):
     """A DeepSpeed ZeRO 1-3 trial's engine stayed alive in its worker after it ended (hooks on the gradient
     accumulators, reachable from the autograd graph only), so the group's later trials started from its
     memory. On CPU ``peak_mem_gib`` is the process's ``VmHWM`` reset to what it holds at a trial's start:
@@ -120,7 +122,9 @@ def test_a_zero_trial_leaves_no_memory_to_the_later_trials_of_its_worker_group(t
     space.write_text(yaml.safe_dump(ZERO_SPACE, sort_keys=False))
     proc = run_cli(
         *("--space", str(space), "--results-dir", str(tmp_path), "--name", "zero"),
-        *("--max-concurrent-trials", "1", "--no-report", "--no-dashboard"),
+        *on_shared(shared_ray),
+        "--no-report",
+        "--no-dashboard",
     )
     assert proc.returncode == 0, explain(proc)
     trials = sorted(table(tmp_path / "zero", "trials").to_pylist(), key=lambda r: r["started_at"])

@@ -11,7 +11,7 @@ import time
 
 import pyarrow.parquet as pq
 
-from tests.integration.conftest import REPO, Run, explain, run_cli, table
+from tests.integration.conftest import REPO, Run, explain, on_shared, run_cli, table
 
 # No dashboard: none of these is about it, and it costs each local Ray several CPU-seconds to start
 # (the resume after the driver's kill starts with it, as a user's does).
@@ -64,7 +64,7 @@ def test_driver_killed_mid_sweep_resumes_with_one_row_per_trial(tmp_path):
         assert after[trial_id]["finished_at"] == row["finished_at"], "a finished trial was run again"
 
 
-def test_killed_worker_resumes_its_trial_from_the_last_checkpoint(tmp_path):
+def test_killed_worker_resumes_its_trial_from_the_last_checkpoint(tmp_path, shared_ray):
     """Rank 1 SIGKILLs itself in epoch 2 of 3; the new group loads the last checkpoint, not epoch 0."""
     # 64 samples / (8 x 2 ranks) = 4 steps per epoch: step 9 is in the third epoch
     proc = run_cli(
@@ -87,6 +87,7 @@ def test_killed_worker_resumes_its_trial_from_the_last_checkpoint(tmp_path):
         "--max-failures",
         "1",
         *SMALL,
+        *on_shared(shared_ray),
         timeout=900,
     )
     assert proc.returncode == 0, explain(proc)
@@ -98,7 +99,7 @@ def test_killed_worker_resumes_its_trial_from_the_last_checkpoint(tmp_path):
     assert [e["epoch"] for e in table(tmp_path / "worker", "epochs").to_pylist()] == [0, 1, 2]
 
 
-def test_out_of_memory_is_recorded_not_retried_and_the_sweep_goes_on(tmp_path):
+def test_out_of_memory_is_recorded_not_retried_and_the_sweep_goes_on(tmp_path, shared_ray):
     space = tmp_path / "oom.yaml"
     space.write_text(
         "axes:\n"
@@ -115,6 +116,7 @@ def test_out_of_memory_is_recorded_not_retried_and_the_sweep_goes_on(tmp_path):
         "oom",
         "--max-failures",
         "2",
+        *on_shared(shared_ray),
         "--no-report",
         "--no-dashboard",
         timeout=900,

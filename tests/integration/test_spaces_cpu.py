@@ -14,14 +14,15 @@ import pytest
 import torch
 
 from raysweep.core.params import LR_RULES
-from tests.integration.conftest import explain, run_cli, table
+from tests.integration.conftest import explain, on_shared, run_cli, table
 
 SHRINK = ("--epochs", "1", "--repeats", "1", "--no-report", "--no-dashboard")
 
 
-def run_space(tmp_path: Path, name: str, *sets: str) -> tuple[Path, list[dict]]:
-    """Run a bundled space with ``--set KEY=VALUE`` items; every trial must complete."""
-    args = [a for item in sets for a in ("--set", item)]
+def run_space(tmp_path: Path, name: str, *sets: str, address: str | None = None) -> tuple[Path, list[dict]]:
+    """Run a bundled space with ``--set KEY=VALUE`` items, on the Ray cluster at ``address`` or a local one;
+    every trial must complete."""
+    args = [a for item in sets for a in ("--set", item)] + (on_shared(address) if address else [])
     proc = run_cli("--space", name, "--results-dir", str(tmp_path), "--name", name, *SHRINK, *args)
     assert proc.returncode == 0, explain(proc)
     sweep = tmp_path / name
@@ -37,8 +38,8 @@ def params_of(row: dict) -> dict:
     return json.loads(row["params_json"])
 
 
-def test_accum_grid_fixed_global_batch_and_fixed_micro_batch(tmp_path):
-    _, trials = run_space(tmp_path, "accum_grid", "grad_accum_steps=[1,4]", "train_samples=512")
+def test_accum_grid_fixed_global_batch_and_fixed_micro_batch(tmp_path, shared_ray):
+    _, trials = run_space(tmp_path, "accum_grid", "grad_accum_steps=[1,4]", "train_samples=512", address=shared_ray)
     points = sorted(
         (params_of(r)["global_batch"] > 0, r["grad_accum_steps"], r["micro_batch_per_worker"], r["global_batch"])
         for r in trials
@@ -50,8 +51,10 @@ def test_accum_grid_fixed_global_batch_and_fixed_micro_batch(tmp_path):
         assert r["optimizer_steps"] == 512 // r["global_batch"]
 
 
-def test_strong_scaling_splits_a_fixed_job_over_the_workers(tmp_path):
-    _, trials = run_space(tmp_path, "strong_scaling", "num_workers=[1,2]", "train_samples=128", "global_batch=32")
+def test_strong_scaling_splits_a_fixed_job_over_the_workers(tmp_path, shared_ray):
+    _, trials = run_space(
+        tmp_path, "strong_scaling", "num_workers=[1,2]", "train_samples=128", "global_batch=32", address=shared_ray
+    )
     trials.sort(key=lambda r: r["num_workers"])
     assert [r["num_workers"] for r in trials] == [1, 2]
     assert [r["micro_batch_per_worker"] for r in trials] == [32, 16]
@@ -59,9 +62,9 @@ def test_strong_scaling_splits_a_fixed_job_over_the_workers(tmp_path):
     assert {r["data_scaling"] for r in trials} == {"fixed"}
 
 
-def test_weak_scaling_grows_the_job_with_the_workers(tmp_path):
+def test_weak_scaling_grows_the_job_with_the_workers(tmp_path, shared_ray):
     sets = ("num_workers=[1,2]", "train_samples=64", "micro_batch_per_worker=16")
-    _, trials = run_space(tmp_path, "weak_scaling", *sets)
+    _, trials = run_space(tmp_path, "weak_scaling", *sets, address=shared_ray)
     trials.sort(key=lambda r: r["num_workers"])
     points = [(r["num_workers"], r["global_batch"], r["samples_per_epoch"]) for r in trials]
     assert points == [(1, 16, 64), (2, 32, 128)]
@@ -70,8 +73,10 @@ def test_weak_scaling_grows_the_job_with_the_workers(tmp_path):
     assert {r["data_scaling"] for r in trials} == {"per_worker"}
 
 
-def test_heterogeneity_slow_rank_computes_longer_and_waits_less(tmp_path):
-    sweep, trials = run_space(tmp_path, "heterogeneity", "train_samples=256", "micro_batch_per_worker=16")
+def test_heterogeneity_slow_rank_computes_longer_and_waits_less(tmp_path, shared_ray):
+    sweep, trials = run_space(
+        tmp_path, "heterogeneity", "train_samples=256", "micro_batch_per_worker=16", address=shared_ray
+    )
     assert sorted((r["slow_ranks"], r["slow_factor"]) for r in trials if r["slow_ranks"]) == [("0", 0.3), ("0", 0.6)]
     assert len(trials) == 3 and {r["num_workers"] for r in trials} == {2}
     ranks: dict[str, dict[int, dict]] = {}
@@ -88,8 +93,8 @@ def test_heterogeneity_slow_rank_computes_longer_and_waits_less(tmp_path):
             assert slow["busy_ms"] is None and slow["wait_ms"] is None
 
 
-def test_zero_stages_0_to_3_run_on_cpu_and_compute_the_same_updates(tmp_path):
-    _, trials = run_space(tmp_path, "zero_stages", "train_samples=128", "micro_batch_per_worker=16")
+def test_zero_stages_0_to_3_run_on_cpu_and_compute_the_same_updates(tmp_path, shared_ray):
+    _, trials = run_space(tmp_path, "zero_stages", "train_samples=128", "micro_batch_per_worker=16", address=shared_ray)
     assert sorted(r["zero_stage"] for r in trials) == [0, 1, 2, 3]
     assert {(r["engine"], r["num_workers"]) for r in trials} == {("deepspeed", 2)}
     # ZeRO partitions state, not arithmetic: in fp32 every stage takes the same steps.
@@ -97,9 +102,15 @@ def test_zero_stages_0_to_3_run_on_cpu_and_compute_the_same_updates(tmp_path):
     assert max(losses) == pytest.approx(min(losses), rel=1e-4), losses
 
 
-def test_optimizers_each_at_its_scaling_rule_with_accuracy_per_epoch(tmp_path):
+def test_optimizers_each_at_its_scaling_rule_with_accuracy_per_epoch(tmp_path, shared_ray):
     sweep, trials = run_space(
-        tmp_path, "optimizers", "num_workers=1", "epochs=2", "train_samples=128", "micro_batch_per_worker=32"
+        tmp_path,
+        "optimizers",
+        "num_workers=1",
+        "epochs=2",
+        "train_samples=128",
+        "micro_batch_per_worker=32",
+        address=shared_ray,
     )
     assert sorted(r["optimizer"] for r in trials) == ["adamw", "lamb", "sgd"]
     for r in trials:
@@ -122,10 +133,12 @@ def test_precision_needs_a_gpu_and_is_skipped_with_a_message(tmp_path):
     assert "Traceback" not in proc.stderr and not (tmp_path / "r").exists()
 
 
-def test_engine_deepspeed_ddp_fsdp_and_accelerate_run_the_same_trial(tmp_path):
+def test_engine_deepspeed_ddp_fsdp_and_accelerate_run_the_same_trial(tmp_path, shared_ray):
     # One trial of each engine: ZeRO 0 and FSDP2 resharding after forward stand for their axes.
     sets = ("engine=[deepspeed,ddp,fsdp,accelerate]", "zero_stage=0", "reshard_after_forward=true")
-    _, trials = run_space(tmp_path, "engine", *sets, "train_samples=128", "micro_batch_per_worker=16")
+    _, trials = run_space(
+        tmp_path, "engine", *sets, "train_samples=128", "micro_batch_per_worker=16", address=shared_ray
+    )
     assert sorted(r["engine"] for r in trials) == ["accelerate", "ddp", "deepspeed", "fsdp"]
     assert {(r["num_workers"], r["zero_stage"], r["optimizer_steps"]) for r in trials} == {(2, 0, 4)}
     # Same data, weights, optimizer, clipping and accumulation: the engines take the same steps. In fp32 on

@@ -28,7 +28,7 @@ import yaml
 
 from raysweep.planning.space import load_space
 from tests.image_folders import make_array_folder
-from tests.integration.conftest import explain, run_cli, table
+from tests.integration.conftest import explain, on_shared, run_cli, table
 
 MP_SHRUNK = {
     "model": "vit_micro_avg_patch4_32",
@@ -77,21 +77,23 @@ def arrays(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory, arrays: Path) -> Path:
+def sweep(tmp_path_factory, arrays: Path, shared_ray: str) -> Path:
     """The four model_parallel splits, the two seq_parallel and the two scientific trials: one CLI sweep."""
     tmp_path = tmp_path_factory.mktemp("parallel")
     sci = SCI.fixed | SCI_SHRUNK | {"data_dir": str(arrays)}
     fixed = {k: v for k, v in MP.fixed.items() if k != "num_workers"} | MP_SHRUNK
     space = {
         "description": "model_parallel shrunk: DP 2, TP 2 and SP 2 on 2 ranks against 1 rank; seq_parallel shrunk",
+        # the 1-rank trials first, then the 2-rank ones: trials run in this order, so each worker count's
+        # group of processes starts once
         "axes": [
             {"num_workers": [1], "engine": ["ddp"]},
+            sp_axis(1, 1),
+            axis(sci, sequence_parallel=1, num_workers=1, activation_checkpointing=0),
             {"num_workers": [2], "engine": ["ddp"]},
             {"num_workers": [2], "tensor_parallel": [2], "engine": ["ddp"]},
             {"num_workers": [2], "sequence_parallel": [2], "engine": ["ddp"]},
-            sp_axis(1, 1),
             sp_axis(2, 2),
-            axis(sci, sequence_parallel=1, num_workers=1, activation_checkpointing=0),
             axis(sci, sequence_parallel=2, num_workers=2, activation_checkpointing=1),
         ],
         "fixed": fixed,
@@ -100,7 +102,9 @@ def sweep(tmp_path_factory, arrays: Path) -> Path:
     path.write_text(yaml.safe_dump(space, sort_keys=False))
     proc = run_cli(
         *("--space", str(path), "--results-dir", str(tmp_path), "--name", "mp"),
-        *("--max-concurrent-trials", "1", "--no-report", "--no-dashboard"),
+        *on_shared(shared_ray),
+        "--no-report",
+        "--no-dashboard",
     )
     assert proc.returncode == 0, explain(proc)
     trials = table(tmp_path / "mp", "trials").to_pylist()

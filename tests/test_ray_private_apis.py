@@ -14,6 +14,7 @@ import inspect
 import pickle
 import re
 import socket
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -207,8 +208,10 @@ def datasets_callback() -> None:
 
     # a run's callbacks are made by this method as it starts, the datasets' one whatever the datasets
     assert "callbacks=self._create_default_callbacks()" in without_spaces(inspect.getsource(DataParallelTrainer.fit))
-    plain = TorchTrainer(lambda config: None, scaling_config=ScalingConfig(num_workers=1))
-    assert any(isinstance(c, DatasetsCallback) for c in plain._create_default_callbacks())
+    with warnings.catch_warnings():  # Ray Data's context, copied for the callback, warns of its own deprecated fields
+        warnings.simplefilter("ignore", DeprecationWarning)
+        plain = TorchTrainer(lambda config: None, scaling_config=ScalingConfig(num_workers=1))
+        assert any(isinstance(c, DatasetsCallback) for c in plain._create_default_callbacks())
     lean = trainer_without_datasets()(lambda config: None, scaling_config=ScalingConfig(num_workers=1))
     kinds = [type(c) for c in lean._create_default_callbacks()]
     assert DatasetsCallback not in kinds and kinds == [

@@ -32,12 +32,32 @@ from raysweep.runtime.caches.cpu_comm_op import build_cpu_comm_op_once
 OWNER_ENV = "RAYSWEEP_LOCAL_RAY_OWNER"
 
 
+# Ray waits a fixed 30 s for a new node's raylet to register with its GCS, then fails ray.init with this: on a small
+# machine under load the raylet can miss that, and a second start usually makes it.
+STARTUP_TIMED_OUT = "timed out during startup"
+
+
 def start_local(
     num_cpus: int, dashboard_host: str = "127.0.0.1", dashboard: bool = True, env_vars: dict[str, str] | None = None
 ) -> None:
     """A fresh, private local Ray instance; first end one that a killed raysweep driver left behind.
     ``env_vars``: more environment for every process of the sweep
-    (``raysweep.runtime.caches.bytecode_cache.bytecode_cache``'s)."""
+    (``raysweep.runtime.caches.bytecode_cache.bytecode_cache``'s). A start whose raylet did not register in time
+    is ended, every process of it, and tried once more."""
+    try:
+        start_local_instance(num_cpus, dashboard_host, dashboard, env_vars)
+    except Exception as failed:
+        if STARTUP_TIMED_OUT not in str(failed):
+            raise
+        print(
+            "raysweep: the local Ray did not start within Ray's 30 s (a busy machine?); starting it again",
+            file=sys.stderr,
+        )
+        shutdown()
+        start_local_instance(num_cpus, dashboard_host, dashboard, env_vars)
+
+
+def start_local_instance(num_cpus: int, dashboard_host: str, dashboard: bool, env_vars: dict[str, str] | None) -> None:
     if dashboard:
         require_dashboard_packages()
     stop_orphaned_local_ray()

@@ -211,12 +211,11 @@ def datasets_callback() -> None:
     with warnings.catch_warnings():  # Ray Data's context, copied for the callback, warns of its own deprecated fields
         warnings.simplefilter("ignore", DeprecationWarning)
         plain = TorchTrainer(lambda config: None, scaling_config=ScalingConfig(num_workers=1))
-        assert any(isinstance(c, DatasetsCallback) for c in plain._create_default_callbacks())
+        plain_kinds = [type(c) for c in plain._create_default_callbacks()]
+    assert DatasetsCallback in plain_kinds
     lean = trainer_without_datasets()(lambda config: None, scaling_config=ScalingConfig(num_workers=1))
     kinds = [type(c) for c in lean._create_default_callbacks()]
-    assert DatasetsCallback not in kinds and kinds == [
-        type(c) for c in plain._create_default_callbacks() if not isinstance(c, DatasetsCallback)
-    ]
+    assert DatasetsCallback not in kinds and kinds == [kind for kind in plain_kinds if kind is not DatasetsCallback]
     # without it a rank's train context gets no dataset provider, which Ray Train allows
     provider = inspect.signature(RayTrainWorker.init_train_context).parameters["dataset_shard_provider"]
     assert provider.default is None

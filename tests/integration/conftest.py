@@ -180,20 +180,15 @@ def shared_ray() -> Iterator[str]:
     Rays on the machine; its sweeps start no idle workers either."""
     from ray.cluster_utils import Cluster
 
-    from raysweep.runtime.cluster import free_port
+    from raysweep.runtime.cluster import environment_set, free_port
 
     port = free_port()
-    before = dict(os.environ)
-    os.environ.update({"RAY_ADDRESS": f"127.0.0.1:{port}", "RAY_prestart_worker_first_driver": "0"})
-    try:
+    with environment_set("RAY_ADDRESS", f"127.0.0.1:{port}"), environment_set("RAY_prestart_worker_first_driver", "0"):
         cluster = Cluster(
             initialize_head=True,
             connect=False,
             head_node_args={"num_cpus": SHARED_CPUS, "gcs_server_port": port, "include_dashboard": False},
         )
-    finally:
-        os.environ.clear()
-        os.environ.update(before)
     yield cluster.address
     cluster.shutdown()
 

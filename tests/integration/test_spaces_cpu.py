@@ -19,10 +19,10 @@ from tests.integration.conftest import explain, on_shared, run_cli, table
 SHRINK = ("--epochs", "1", "--repeats", "1", "--no-report", "--no-dashboard")
 
 
-def run_space(tmp_path: Path, name: str, *sets: str, address: str | None = None) -> tuple[Path, list[dict]]:
-    """Run a bundled space with ``--set KEY=VALUE`` items, on the Ray cluster at ``address`` or a local one;
-    every trial must complete."""
-    args = [a for item in sets for a in ("--set", item)] + (on_shared(address) if address else [])
+def run_space(tmp_path: Path, name: str, *sets: str, address: str) -> tuple[Path, list[dict]]:
+    """Run a bundled space with ``--set KEY=VALUE`` items on the shared cluster at ``address``; every trial must
+    complete."""
+    args = [a for item in sets for a in ("--set", item)] + on_shared(address)
     proc = run_cli("--space", name, "--results-dir", str(tmp_path), "--name", name, *SHRINK, *args)
     assert proc.returncode == 0, explain(proc)
     sweep = tmp_path / name
